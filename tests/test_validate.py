@@ -136,6 +136,53 @@ def test_empty_env_name_is_a_warning_only(tmp_path: Path, capsys: pytest.Capture
     assert lines[1].startswith(f"warning: {path}:/data: ")
 
 
+def scene_state(rng: np.random.Generator) -> dict:
+    """Nested dict shaped like Isaac Lab's ``InteractiveScene.get_state()`` for one env."""
+
+    def pose() -> np.ndarray:
+        return np.hstack([rng.normal(size=3), [0.0, 0.0, 0.0, 1.0]]).astype(np.float32)
+
+    return {
+        "articulation": {"robot": {"root_pose": pose(), "joint_position": rng.normal(size=9).astype(np.float32)}},
+        "rigid_object": {"cube": {"root_pose": pose(), "root_velocity": np.zeros(6, np.float32)}},
+    }
+
+
+def test_accepts_file_written_by_isaac_lab(tmp_path: Path) -> None:
+    """The real HDF5DatasetFileHandler + EpisodeData output, with initial_state/, states/, processed_actions."""
+    datasets = pytest.importorskip("isaaclab.utils.datasets")
+    import torch
+
+    def tensors(tree: dict) -> dict:
+        return {k: tensors(v) if isinstance(v, dict) else torch.from_numpy(v) for k, v in tree.items()}
+
+    rng = np.random.default_rng(1)
+    handler = datasets.HDF5DatasetFileHandler()
+    handler.create(str(tmp_path / "isaac_lift_cube"), env_name=ENV_NAME)  # ".hdf5" is appended
+    for i, steps in enumerate((4, 6, 5)):
+        episode = datasets.EpisodeData()
+        episode.add("initial_state", tensors(scene_state(rng)))  # one row, like InitialStateRecorder
+        for action in lift_actions(rng, steps):
+            episode.add("actions", torch.from_numpy(action))
+            episode.add("obs", {"joint_pos": torch.randn(9), "object_position": torch.randn(3)})
+            episode.add("states", tensors(scene_state(rng)))
+            episode.add("processed_actions", torch.randn(9))
+        episode.seed = 42 + i
+        episode.success = torch.tensor([i != 1]).item()  # what RecorderManager.set_success_to_episodes stores
+        episode.pre_export()
+        handler.write_episode(episode)
+    handler.close()
+
+    path = tmp_path / "isaac_lift_cube.hdf5"
+    with h5py.File(path) as f:  # make sure the test exercises the extra entries
+        assert {"initial_state", "states", "processed_actions"} <= set(f["data/demo_0"])
+        assert f["data/demo_0/initial_state/articulation/robot/joint_position"].shape == (1, 9)
+    report = validate_file(path)
+    assert report.ok, [str(v) for v in report.violations]
+    assert report.warnings == []
+    assert (report.episodes, report.successes, report.samples, report.format_version) == (3, 2, 15, 1)
+
+
 # ------------------------------------------------------------------------------------------ reject
 def test_missing_format_version_is_legacy(valid: Path) -> None:
     with edit(valid) as f:
@@ -275,7 +322,9 @@ def test_missing_success(valid: Path) -> None:
     assert v.path == "/data/demo_1" and "missing success" in v.message
 
 
-@pytest.mark.parametrize(("attr", "value", "substring"), [("success", 1, "success must be a bool"), ("seed", 1.5, "seed must be an integer")])
+@pytest.mark.parametrize(
+    ("attr", "value", "substring"), [("success", 1, "success must be a bool"), ("seed", 1.5, "seed must be an integer")]
+)
 def test_attr_types(valid: Path, attr: str, value: object, substring: str) -> None:
     with edit(valid) as f:
         f["data/demo_0"].attrs[attr] = value
@@ -379,5 +428,7 @@ def test_cli_module_entry_point(valid: Path) -> None:
         [sys.executable, "-m", "l2.validate", str(valid), "--help"], cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert proc.returncode == 0 and "--action-dim" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "l2.validate", str(valid)], cwd=REPO_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "l2.validate", str(valid)], cwd=REPO_ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0 and proc.stdout.startswith(f"{valid}: OK"), proc.stderr
