@@ -1,0 +1,425 @@
+"""Convert L2 HDF5 demonstrations into a GR00T LeRobot v2.1 dataset (wiring and CLI only).
+
+    python l3/convert.py data/demos/*.hdf5 --output outputs/lift_cube
+    python -m l3.convert data/demos --output outputs/lift_cube --workers 2 --include-failed
+
+Exit status: 0 done; 2 bad input or usage (one line ``error: FILE:/hdf5/path: message`` on stderr,
+no output left behind); 1 the written dataset failed ``l3.validate`` (nothing renamed into place).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import glob
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from l2.schema import source_from_filename  # noqa: E402
+from l3 import validate as l3_validate  # noqa: E402
+from l3.errors import ConfigError, InputError  # noqa: E402
+from l3.mapping import Mapping, dump_mapping, infer_mapping, load_mapping, with_names  # noqa: E402
+from l3.readers.l2_hdf5 import EpisodeRef, FileScan, describe, quaternion_notice, read_episode, scan_file  # noqa: E402
+from l3.writer import INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, float_ranges, write_episode  # noqa: E402
+
+HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
+
+
+class UsageError(Exception):
+    """Bad command line or output location (reported as one line, exit 2)."""
+
+
+class OutputInvalid(Exception):
+    """The written dataset did not pass l3.validate (exit 1)."""
+
+
+@dataclass
+class SourceCount:
+    files: int = 0
+    episodes: int = 0
+    kept: int = 0
+    failed_dropped: int = 0
+    failed_kept: int = 0
+    bad: int = 0
+    frames: int = 0
+
+
+@dataclass
+class Summary:
+    """What a conversion did (printed as the end table)."""
+
+    output: Path
+    episodes: int = 0
+    frames: int = 0
+    video_frames: int = 0
+    nbytes: int = 0
+    seconds: float = 0.0
+    per_source: dict[str, SourceCount] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def table(self) -> str:
+        head = ("source", "files", "episodes", "kept", "failed dropped", "failed kept", "bad skipped", "frames")
+        rows = [(s, c.files, c.episodes, c.kept, c.failed_dropped, c.failed_kept, c.bad, c.frames)
+                for s, c in sorted(self.per_source.items())]
+        tot = [sum(r[i] for r in rows) for i in range(1, len(head))]
+        rows.append(("total", *tot))
+        widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+        fmt = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
+                                  for i, (v, w) in enumerate(zip(r, widths)))
+        lines = [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows)]
+        rate = self.frames / self.seconds if self.seconds else 0.0
+        lines.append(f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
+                     f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)")
+        lines += [f"skipped (bad input): {s}" for s in self.skipped]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def resolve_inputs(inputs: Iterable[str]) -> list[str]:
+    """Files from file, directory and glob arguments, in argument order (sorted within each)."""
+    out: dict[str, None] = {}
+    for arg in inputs:
+        if os.path.isdir(arg):
+            found = sorted(str(p) for p in Path(arg).rglob("*") if p.suffix.lower() in HDF5_SUFFIXES and p.is_file())
+        elif os.path.exists(arg):
+            found = [arg]
+        else:
+            found = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
+            if not found:
+                raise InputError(arg, "/", "no such file, directory or matching glob")
+        for p in found:
+            out.setdefault(p, None)
+    return list(out)
+
+
+def parse_source_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
+    """``NAME=GLOB`` pairs; the first matching glob (on the path or the file name) wins."""
+    out = []
+    for it in items:
+        name, sep, pattern = it.partition("=")
+        if not sep or not name or not pattern:
+            raise UsageError(f"--source expects NAME=GLOB, got {it!r}")
+        out.append((name, pattern))
+    return out
+
+
+def source_of(file: str, overrides: list[tuple[str, str]]) -> str:
+    for name, pattern in overrides:
+        if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(os.path.basename(file), pattern):
+            return name
+    return source_from_filename(os.path.basename(file))
+
+
+# --------------------------------------------------------------------------- workers
+
+_W: dict = {}
+
+
+def _init_worker(state: dict) -> None:
+    _W.clear()
+    _W.update(state)
+
+
+def _check(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None, tuple | None]:
+    """Check pass: read and validate one episode; return the column ranges of state and action."""
+    try:
+        ep = read_episode(ref, _W["mapping"], _W["dims"], check_frames=True)
+    except InputError as e:
+        return ref, e, None
+    s = np.concatenate(list(ep.state.values()), axis=1)
+    a = np.concatenate(list(ep.action.values()), axis=1)
+    return ref, None, (s.min(0), s.max(0), a.min(0), a.max(0))
+
+
+def _write(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
+    ref, job = item
+    ep = read_episode(ref, _W["mapping"], _W["dims"], task=job.tasks[0] if job.tasks else "")
+    return write_episode(_W["root"], _W["layout"], ep, job, _W["ranges"])
+
+
+def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool) -> Iterator:
+    """Map ``fn`` over ``items`` in order, in-process or in a pool, with a progress bar."""
+    bar = tqdm(total=len(items), desc=desc, unit="ep", disable=not progress, leave=False, file=sys.stderr)
+    try:
+        if workers <= 1:
+            _init_worker(state)
+            for it in items:
+                yield fn(it)
+                bar.update()
+        else:
+            method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+            with mp.get_context(method).Pool(workers, initializer=_init_worker, initargs=(state,)) as pool:
+                for r in pool.imap(fn, items, chunksize=1):
+                    yield r
+                    bar.update()
+    finally:
+        bar.close()
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | Mapping | None = None,
+            success_only: bool = True, sources: Iterable[str] | None = None, max_episodes: int | None = None,
+            source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
+            skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None) -> Summary:
+    """Convert L2 HDF5 files into a GR00T LeRobot dataset at ``output``.
+
+    Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
+    existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
+    """
+    t0 = time.perf_counter()
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise UsageError(f"output {output} already exists (use --overwrite to replace it)")
+    if max_episodes is not None and max_episodes < 1:
+        raise UsageError("--max-episodes must be >= 1")
+    overrides = parse_source_overrides(source_overrides)
+    wanted = set(sources) if sources else None
+    summary = Summary(output=output)
+
+    # 1. scan attributes, filter, number the candidates
+    candidates: list[EpisodeRef] = []
+    for file in resolve_inputs(inputs):
+        src = source_of(file, overrides)
+        if wanted is not None and src not in wanted:
+            continue
+        count = summary.per_source.setdefault(src, SourceCount())
+        count.files += 1
+        try:
+            scan: FileScan = scan_file(file, src)
+        except InputError as e:
+            if not skip_bad:
+                raise
+            summary.skipped.append(str(e))
+            count.bad += 1
+            continue
+        for e in scan.errors:
+            if not skip_bad:
+                raise e
+            summary.skipped.append(str(e))
+            count.bad += 1
+        count.episodes += len(scan.refs) + len(scan.errors)
+        for ref in scan.refs:
+            if success_only and not ref.success:
+                count.failed_dropped += 1
+            else:
+                candidates.append(ref)
+    if not candidates:
+        raise UsageError("no episodes to convert (check the inputs and the --sources / --success-only filters)")
+
+    # 2. mapping and per-source shapes from the first candidate
+    terms = describe(candidates[0])
+    if isinstance(config, Mapping):
+        mapping = config
+    elif config is not None:
+        mapping = load_mapping(config)
+    else:
+        mapping = infer_mapping(terms, candidates[0].env_name)
+    for src_path in mapping.sources():
+        if src_path not in terms:
+            raise InputError(candidates[0].file, f"{candidates[0].group}/{src_path}", "missing mapped term")
+    dims = {p: tuple(terms[p][0][1:]) for p in mapping.sources()}
+    mapping = with_names(mapping, {p: (d[0] if d else 0) for p, d in dims.items()})
+    for file in dict.fromkeys(r.file for r in candidates if r.legacy):
+        summary.notices.append(quaternion_notice(file, mapping))
+        log(summary.notices[-1])
+
+    # 3. check pass: read every candidate once, in order, until --max-episodes are good
+    state = {"mapping": mapping, "dims": dims}
+    kept: list[EpisodeRef] = []
+    lo_s = hi_s = lo_a = hi_a = None
+    pending = candidates
+    while pending and (max_episodes is None or len(kept) < max_episodes):
+        take = pending if max_episodes is None else pending[: max_episodes - len(kept)]
+        pending = pending[len(take):]
+        for ref, err, rng in _run(_check, take, workers, state, "checking", progress):
+            if err is not None:
+                if not skip_bad:
+                    raise err
+                summary.skipped.append(str(err))
+                summary.per_source[ref.source].bad += 1
+                continue
+            kept.append(ref)
+            s0, s1, a0, a1 = rng
+            lo_s = s0 if lo_s is None else np.minimum(lo_s, s0)
+            hi_s = s1 if hi_s is None else np.maximum(hi_s, s1)
+            lo_a = a0 if lo_a is None else np.minimum(lo_a, a0)
+            hi_a = a1 if hi_a is None else np.maximum(hi_a, a1)
+    if not kept:
+        raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
+
+    # 4. final numbering, tasks and layout
+    validity = any(kind == "validity" for _, kind in mapping.annotations)
+    tasks: list[str] = [mapping.task]
+    if validity:
+        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in kept)]
+    task_id = {t: k for k, t in enumerate(tasks)}
+    jobs, offset = [], 0
+    for i, ref in enumerate(kept):
+        label = VALID if ref.success else INVALID
+        jobs.append((ref, EpisodeJob(index=i, offset=offset, task_index=task_id[mapping.task],
+                                     validity_index=task_id.get(label, task_id[mapping.task]),
+                                     tasks=[mapping.task, label] if validity else [mapping.task])))
+        offset += ref.length
+    layout = Layout(mapping, {c.key: dims[c.source][:2] for c in mapping.cameras})
+    ranges = float_ranges(layout, (lo_s, hi_s), (lo_a, hi_a), max(r.length for r in kept))
+
+    # 5. write into a temporary folder beside the target, validate, rename into place
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    meta = None
+    try:
+        meta = MetaWriter(tmp, layout, tasks)
+        state.update(root=tmp, layout=layout, ranges=ranges)
+        for r in _run(_write, jobs, workers, state, "writing", progress):
+            meta.add(r)
+            c = summary.per_source[r.episode["source"]]
+            c.kept += 1
+            c.frames += r.length
+            if not r.episode["success"]:
+                c.failed_kept += 1
+            summary.nbytes += r.nbytes
+            summary.video_frames += r.video_frames
+        meta.finish(ranges)
+        violations = l3_validate.validate(tmp)
+        if violations:
+            shown = "\n".join(f"  {v}" for v in violations[:20])
+            raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")
+        _replace(tmp, output, overwrite)
+    except BaseException:
+        if meta is not None:
+            meta.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    summary.episodes, summary.frames = meta.episodes, meta.frames
+    summary.nbytes += sum(p.stat().st_size for p in (output / "meta").iterdir())
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _replace(tmp: Path, output: Path, overwrite: bool) -> None:
+    """Rename ``tmp`` to ``output``; an existing output is moved aside first and removed after."""
+    old = None
+    if output.exists() or output.is_symlink():
+        if not overwrite:
+            raise UsageError(f"output {output} already exists (use --overwrite to replace it)")
+        old = output.parent / f".{output.name}.old-{os.getpid()}"
+        os.replace(output, old)
+    os.replace(tmp, output)
+    if old is not None:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+
+
+# --------------------------------------------------------------------------- CLI
+
+EPILOG = """\
+examples:
+  python l3/convert.py data/demos/*.hdf5 --output outputs/lift_cube
+  python l3/convert.py data/demos --config config/lift_cube.yaml --output outputs/lift_cube --workers 2
+  python l3/convert.py data/demos --output out --include-failed --sources scripted,teleop
+  python l3/convert.py my_runs/*.hdf5 --source teleop='my_runs/quest_*' --output out
+  python l3/convert.py data/demos/scripted_lift_cube.hdf5 --print-config > my_mapping.yaml
+
+Each episode's source comes from its file name prefix (scripted_, rl_, teleop_, else unknown),
+unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage (one line
+"error: FILE:/hdf5/path: message", nothing written), 1 output failed validation.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python l3/convert.py", description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="L2 HDF5 files, directories or globs")
+    p.add_argument("-o", "--output", help="output dataset folder (required unless --print-config)")
+    p.add_argument("-c", "--config", help="mapping YAML (default: inferred from the first episode; "
+                   "see config/lift_cube.yaml)")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the mapping (given or inferred) as YAML and exit")
+    f = p.add_mutually_exclusive_group()
+    f.add_argument("--success-only", dest="success_only", action="store_true", default=True,
+                   help="keep only successful episodes (default)")
+    f.add_argument("--include-failed", dest="success_only", action="store_false",
+                   help="keep failed episodes too (annotation.human.validity = 'invalid')")
+    p.add_argument("--sources", help="comma-separated sources to keep, e.g. scripted,teleop")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=GLOB",
+                   help="tag files matching GLOB (path or file name) with source NAME; repeatable")
+    p.add_argument("--max-episodes", type=int, help="stop after this many episodes")
+    p.add_argument("-j", "--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed files/episodes (listed in the summary) instead of stopping")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    return p
+
+
+def print_config(args: argparse.Namespace) -> int:
+    files = resolve_inputs(args.inputs)
+    if args.config:
+        m, origin = load_mapping(args.config), args.config
+    else:
+        scan = scan_file(files[0], source_of(files[0], parse_source_overrides(args.source)))
+        if not scan.refs:
+            raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
+        m, origin = infer_mapping(describe(scan.refs[0]), scan.refs[0].env_name), f"inferred from {files[0]}"
+        terms = describe(scan.refs[0])
+        dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
+        m = with_names(m, dims)
+    sys.stdout.write(dump_mapping(m, f"L3 mapping ({origin}); edit and pass back with --config FILE"))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.print_config:
+            return print_config(args)
+        if not args.output:
+            raise UsageError("--output DIR is required")
+        if args.workers < 1:
+            raise UsageError("--workers must be >= 1")
+        summary = convert(
+            args.inputs, args.output, config=args.config, success_only=args.success_only,
+            sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
+            max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
+            overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty())
+    except (InputError, ConfigError, UsageError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OutputInvalid as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print(summary.table(), file=sys.stderr)
+    print(f"wrote {summary.output} ({summary.episodes} episodes, {summary.frames} frames); l3.validate: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Errors that L3 reports as one line instead of a traceback."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Malformed input, located by file and HDF5 path: ``str(e) == "FILE:/hdf5/path: message"``."""
+
+    def __init__(self, file: str, path: str, message: str):
+        super().__init__(f"{file}:{path}: {message}")
+        self.file, self.path, self.message = file, path, message
+
+    def __reduce__(self):  # keep it picklable across worker processes
+        return (InputError, (self.file, self.path, self.message))
+
+
+class ConfigError(Exception):
+    """Invalid mapping configuration (message names the file and key)."""

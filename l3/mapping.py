@@ -1,0 +1,295 @@
+"""Mapping from input arrays to GR00T modalities: load from YAML, infer from a file, print.
+
+A mapping says which dataset (relative to an episode group, e.g. ``obs/joint_pos`` or ``actions``)
+and which column slice becomes each ``state.<key>`` / ``action.<key>``, which terms are cameras,
+and the dataset-wide facts (fps, robot_type, task text, annotation columns, video settings).
+See ``config/lift_cube.yaml`` for the shipped example and ``docs/l3.md`` for the format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from l3.errors import ConfigError
+
+ROTATION_TYPES = (
+    "axis_angle", "quaternion", "rotation_6d", "matrix",
+    "euler_angles_rpy", "euler_angles_ryp", "euler_angles_pry",
+    "euler_angles_pyr", "euler_angles_yrp", "euler_angles_ypr",
+)
+ANNOTATION_KINDS = ("task", "validity")
+DEFAULT_ANNOTATIONS = (("human.action.task_description", "task"), ("human.validity", "validity"))
+DEFAULT_FPS = 50
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One modality key: columns ``start:end`` of the dataset at ``source`` (None = all columns)."""
+
+    key: str
+    source: str
+    start: int | None = None
+    end: int | None = None
+    names: tuple[str, ...] | None = None
+    rotation_type: str | None = None
+    absolute: bool = True
+    quaternion: tuple[int, int] | None = None
+    """Columns (within this key) holding an XYZW quaternion; legacy WXYZ inputs are reordered."""
+
+    def width(self, source_dim: int) -> int:
+        """Number of columns this key takes from a source with ``source_dim`` columns."""
+        return len(range(source_dim)[slice(self.start, self.end)])
+
+
+@dataclass(frozen=True)
+class Camera:
+    """A camera: frames (T, H, W, 3) uint8 at ``source`` become video ``observation.images.<key>``."""
+
+    key: str
+    source: str
+
+
+@dataclass(frozen=True)
+class VideoOptions:
+    """H.264 encoder settings (also used by the benchmark's ffmpeg CLI baseline)."""
+
+    codec: str = "libx264"
+    crf: int = 23
+    preset: str = "medium"
+    gop: int = 2
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Everything the writer needs to know that is not in the arrays themselves."""
+
+    robot_type: str
+    fps: int
+    task: str
+    state: tuple[Slice, ...]
+    action: tuple[Slice, ...]
+    cameras: tuple[Camera, ...] = ()
+    annotations: tuple[tuple[str, str], ...] = DEFAULT_ANNOTATIONS
+    video: VideoOptions = field(default_factory=VideoOptions)
+    action_dim: int | None = None
+    """Expected width of ``actions`` for the L2 schema check (None: not checked)."""
+
+    def sources(self) -> list[str]:
+        """Every dataset path the mapping reads (state, action, cameras), without duplicates."""
+        seen: dict[str, None] = {}
+        for s in (*self.state, *self.action):
+            seen[s.source] = None
+        for c in self.cameras:
+            seen[c.source] = None
+        return list(seen)
+
+
+# --------------------------------------------------------------------------- load
+
+
+def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
+    if isinstance(d, str):
+        d = {"from": d}
+    if not isinstance(d, dict) or "from" not in d:
+        raise ConfigError(f"{where}.{key}: expected a mapping with 'from: <dataset path>'")
+    unknown = set(d) - {"from", "slice", "names", "rotation_type", "absolute", "quaternion"}
+    if unknown:
+        raise ConfigError(f"{where}.{key}: unknown field(s) {sorted(unknown)}")
+    start = end = None
+    if "slice" in d:
+        sl = d["slice"]
+        if not (isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) and v >= 0 for v in sl)
+                and sl[0] < sl[1]):
+            raise ConfigError(f"{where}.{key}.slice: expected [start, end] with 0 <= start < end")
+        start, end = sl
+    rot = d.get("rotation_type")
+    if rot is not None and rot not in ROTATION_TYPES:
+        raise ConfigError(f"{where}.{key}.rotation_type: {rot!r} is not one of {', '.join(ROTATION_TYPES)}")
+    quat = d.get("quaternion")
+    if quat is None and rot == "quaternion":
+        quat = [0, 4] if end is not None and start is not None and end - start == 4 else None
+        if quat is None:
+            raise ConfigError(f"{where}.{key}: rotation_type quaternion needs 'quaternion: [a, a+4]' "
+                              "(the columns holding qx,qy,qz,qw within this key)")
+    if quat is not None:
+        if not (isinstance(quat, list) and len(quat) == 2 and all(isinstance(v, int) for v in quat)
+                and quat[1] - quat[0] == 4 and quat[0] >= 0):
+            raise ConfigError(f"{where}.{key}.quaternion: expected [a, a+4]")
+        quat = (quat[0], quat[1])
+    names = d.get("names")
+    if names is not None:
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ConfigError(f"{where}.{key}.names: expected a list of strings")
+        names = tuple(names)
+    absolute = d.get("absolute", True)
+    if not isinstance(absolute, bool):
+        raise ConfigError(f"{where}.{key}.absolute: expected true or false")
+    return Slice(key=str(key), source=str(d["from"]).strip("/"), start=start, end=end, names=names,
+                 rotation_type=rot, absolute=absolute, quaternion=quat)
+
+
+def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
+    """Build a Mapping from the parsed YAML document (raises ConfigError naming ``where``)."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where}: expected a YAML mapping at the top level")
+    unknown = set(d) - {"robot_type", "fps", "task", "state", "action", "cameras", "annotations",
+                        "video", "action_dim"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+    for req in ("state", "action"):
+        if not isinstance(d.get(req), dict) or not d[req]:
+            raise ConfigError(f"{where}: '{req}' must map at least one key to a dataset")
+    fps = d.get("fps", DEFAULT_FPS)
+    if not isinstance(fps, int) or fps <= 0:
+        raise ConfigError(f"{where}.fps: expected a positive integer")
+    cams = d.get("cameras") or {}
+    if not isinstance(cams, dict):
+        raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
+    for k in cams:
+        if not str(k) or any(c in str(k) for c in "/\\ ") or str(k) in (".", ".."):
+            raise ConfigError(f"{where}.cameras: invalid camera key {k!r}")
+    ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
+    if ann is None:
+        ann = {}
+    if not isinstance(ann, dict) or any(v not in ANNOTATION_KINDS for v in ann.values()):
+        raise ConfigError(f"{where}.annotations: expected {{'<source>.<type>': task|validity}}")
+    vid = d.get("video") or {}
+    try:
+        video = VideoOptions(**vid)
+    except TypeError as e:
+        raise ConfigError(f"{where}.video: {e}") from None
+    action_dim = d.get("action_dim")
+    if action_dim is not None and (not isinstance(action_dim, int) or action_dim <= 0):
+        raise ConfigError(f"{where}.action_dim: expected a positive integer")
+    state = tuple(_slice_from_yaml(f"{where}: state", k, v) for k, v in d["state"].items())
+    action = tuple(_slice_from_yaml(f"{where}: action", k, v) for k, v in d["action"].items())
+    return Mapping(
+        robot_type=str(d.get("robot_type", "unknown")), fps=fps, task=str(d.get("task", "")),
+        state=state, action=action,
+        cameras=tuple(Camera(str(k), str(v).strip("/")) for k, v in cams.items()),
+        annotations=tuple((str(k), str(v)) for k, v in ann.items()),
+        video=video, action_dim=action_dim,
+    )
+
+
+def load_mapping(path: str | Path) -> Mapping:
+    """Load a YAML mapping file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read mapping config ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: invalid YAML ({str(e).splitlines()[0]})") from None
+    return mapping_from_dict(doc, str(path))
+
+
+# --------------------------------------------------------------------------- dump
+
+
+def mapping_to_dict(m: Mapping) -> dict:
+    """The YAML document for a Mapping (inverse of :func:`mapping_from_dict`)."""
+
+    def sl(s: Slice) -> dict:
+        d: dict[str, Any] = {"from": s.source}
+        if s.start is not None or s.end is not None:
+            d["slice"] = [s.start or 0, s.end]
+        if s.rotation_type:
+            d["rotation_type"] = s.rotation_type
+        if s.rotation_type or not s.absolute:
+            d["absolute"] = s.absolute
+        if s.quaternion:
+            d["quaternion"] = list(s.quaternion)
+        if s.names:
+            d["names"] = list(s.names)
+        return d
+
+    out: dict[str, Any] = {"robot_type": m.robot_type, "fps": m.fps, "task": m.task}
+    if m.action_dim is not None:
+        out["action_dim"] = m.action_dim
+    out["state"] = {s.key: sl(s) for s in m.state}
+    out["action"] = {s.key: sl(s) for s in m.action}
+    out["cameras"] = {c.key: c.source for c in m.cameras}
+    out["annotations"] = dict(m.annotations)
+    out["video"] = {"codec": m.video.codec, "crf": m.video.crf, "preset": m.video.preset, "gop": m.video.gop}
+    return out
+
+
+def dump_mapping(m: Mapping, header: str = "") -> str:
+    """YAML text of a Mapping, ready for the user to edit and pass back with ``--config``."""
+    text = yaml.safe_dump(mapping_to_dict(m), sort_keys=False, default_flow_style=None, width=100)
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    return "\n".join(lines + [text.rstrip("\n")]) + "\n"
+
+
+# --------------------------------------------------------------------------- infer
+
+
+def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], env_name: str | None = None,
+                  action_key: str = "actions") -> Mapping:
+    """Default mapping from the datasets of one episode.
+
+    ``terms`` maps dataset paths (relative to the episode group, e.g. ``obs/joint_pos``) to
+    (shape, numpy dtype name). Float (T, d) observation terms become state keys (except the
+    ``obs/actions`` echo of the previous action), (T, H, W, 3) uint8 terms become cameras, and
+    ``actions`` becomes ``action.ee_pose`` + ``action.gripper`` when it has the lift-cube width 8
+    (IK-absolute pose, scalar-last quaternion) or a single ``action.actions`` key otherwise.
+    """
+    from l2 import schema  # the lift-cube action layout is part of the L2 schema
+
+    state: list[Slice] = []
+    cameras: list[Camera] = []
+    for path, (shape, dtype) in terms.items():
+        if path == action_key or not path.startswith(schema.OBS + "/"):
+            continue
+        name = path[len(schema.OBS) + 1:]
+        if len(shape) == 4 and shape[-1] == 3 and dtype == "uint8":
+            cameras.append(Camera(name.replace("/", "_"), path))
+        elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
+            state.append(Slice(name.replace("/", "_"), path))
+    if action_key not in terms:
+        raise ConfigError(f"cannot infer a mapping: no '{action_key}' dataset in the episode")
+    ashape = terms[action_key][0]
+    if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
+        q = schema.EE_QUAT_SLICE
+        action = (
+            Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
+                  "quaternion", True, (q.start, q.stop)),
+            Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
+        )
+        action_dim = schema.LIFT_ACTION_DIM
+    else:
+        action = (Slice("actions", action_key),)
+        action_dim = None
+    if not state:
+        raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
+    env = env_name or ""
+    robot = "franka_panda" if "franka" in env.lower() else "unknown"
+    return Mapping(robot_type=robot, fps=DEFAULT_FPS, task=env or "unknown task",
+                   state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
+
+
+def with_names(m: Mapping, dims: dict[str, int]) -> Mapping:
+    """Fill in missing per-dimension names (``<key>_<i>``) and check given ones against ``dims``.
+
+    ``dims`` maps each source path to its number of columns.
+    """
+    def fix(group: str, s: Slice) -> Slice:
+        w = s.width(dims[s.source])
+        if s.end is not None and s.end > dims[s.source]:
+            raise ConfigError(f"{group}.{s.key}: slice [{s.start}, {s.end}] exceeds the {dims[s.source]} "
+                              f"columns of {s.source}")
+        if s.quaternion and s.quaternion[1] > w:
+            raise ConfigError(f"{group}.{s.key}: quaternion columns {list(s.quaternion)} exceed its width {w}")
+        if s.names is None:
+            return replace(s, names=tuple(f"{s.key}_{i}" for i in range(w)))
+        if len(s.names) != w:
+            raise ConfigError(f"{group}.{s.key}: {len(s.names)} names for {w} columns")
+        return s
+
+    return replace(m, state=tuple(fix("state", s) for s in m.state),
+                   action=tuple(fix("action", s) for s in m.action))

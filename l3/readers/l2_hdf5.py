@@ -1,0 +1,291 @@
+"""Reader for L2 HDF5 files (``shared/spec/l2-hdf5-schema.md``): /data/demo_<i> episodes.
+
+Scanning (:func:`scan_file`) reads only attributes, so filters and episode numbering are known
+before any array is touched; :func:`read_episode` opens the file again (in a worker process),
+checks the mapped datasets and returns an :class:`l3.episode.Episode` whose camera frames are
+read lazily in chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+from l2 import schema
+from l3.episode import Episode
+from l3.errors import InputError
+from l3.mapping import Mapping
+
+try:  # the L2 validator (per-episode schema checks); optional until it lands
+    from l2.validate import validate_episode as _l2_validate_episode
+except ImportError:  # pragma: no cover - depends on the other engineer's progress
+    _l2_validate_episode = None
+
+FRAME_CHUNK = 32
+"""Camera frames read from HDF5 at a time."""
+
+
+@dataclass(frozen=True)
+class EpisodeRef:
+    """A picklable pointer to one episode plus what the scan learnt from its attributes."""
+
+    file: str
+    demo: str
+    length: int
+    success: bool
+    source: str
+    legacy: bool
+    env_name: str | None = None
+    seed: int | None = None
+
+    @property
+    def group(self) -> str:
+        return f"/{schema.DATA_GROUP}/{self.demo}"
+
+
+@dataclass
+class FileScan:
+    """Result of scanning one file: its episodes and the per-episode errors met on the way."""
+
+    file: str
+    source: str
+    refs: list[EpisodeRef] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    legacy: bool = False
+    env_name: str | None = None
+
+
+def _open(file: str) -> h5py.File:
+    try:
+        size = os.path.getsize(file)
+    except OSError as e:
+        raise InputError(file, "/", f"cannot read file ({e.strerror})") from None
+    if size == 0:
+        raise InputError(file, "/", "empty file (0 bytes), not an HDF5 file")
+    try:
+        return h5py.File(file, "r")
+    except OSError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(file, "/", f"cannot open as HDF5, truncated or corrupt? ({first})") from None
+
+
+def _attr_text(v) -> str:
+    if isinstance(v, bytes | np.bytes_):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def scan_file(file: str, source: str) -> FileScan:
+    """List the episodes of ``file`` in numeric demo order (attributes only).
+
+    Raises InputError for file-level problems; per-episode attribute problems are collected in
+    ``FileScan.errors`` so that ``--skip-bad`` can skip just those episodes.
+    """
+    scan = FileScan(file=file, source=source)
+    with _open(file) as f:
+        try:
+            version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
+            if schema.DATA_GROUP not in f:
+                if schema.LEGACY_EPISODES_GROUP in f:
+                    raise InputError(file, f"/{schema.LEGACY_EPISODES_GROUP}",
+                                     "abandoned 'episodes/<i>' layout; L2 files hold /data/demo_<i> "
+                                     "(re-export the file with the L2 recorder)")
+                raise InputError(file, f"/{schema.DATA_GROUP}", "missing group (not an L2 demos file)")
+            data = f[schema.DATA_GROUP]
+            if not isinstance(data, h5py.Group):
+                raise InputError(file, f"/{schema.DATA_GROUP}", "is not a group")
+            if version is not None and int(version) > schema.FORMAT_VERSION:
+                raise InputError(file, "/", f"format_version {int(version)} is newer than this converter "
+                                 f"({schema.FORMAT_VERSION})")
+            scan.legacy = version is None or int(version) == 0
+            env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
+            if env_args is not None:
+                try:
+                    scan.env_name = json.loads(_attr_text(env_args)).get("env_name")
+                except (ValueError, AttributeError):
+                    raise InputError(file, f"/{schema.DATA_GROUP}", "env_args is not a JSON object") from None
+            names = schema.sorted_demo_names(data.keys())
+            if not names:
+                raise InputError(file, f"/{schema.DATA_GROUP}", "no demo_<i> episodes (empty file)")
+            for name in names:
+                g = data[name]
+                where = f"/{schema.DATA_GROUP}/{name}"
+                if not isinstance(g, h5py.Group):
+                    scan.errors.append(InputError(file, where, "is not a group"))
+                    continue
+                if schema.ATTR_NUM_SAMPLES not in g.attrs:
+                    scan.errors.append(InputError(file, where, f"missing attribute {schema.ATTR_NUM_SAMPLES}"))
+                    continue
+                if schema.ATTR_SUCCESS not in g.attrs:
+                    scan.errors.append(InputError(file, where, f"missing attribute {schema.ATTR_SUCCESS}"))
+                    continue
+                n = int(g.attrs[schema.ATTR_NUM_SAMPLES])
+                if n <= 0:
+                    scan.errors.append(InputError(file, where, f"{schema.ATTR_NUM_SAMPLES} is {n}, expected >= 1"))
+                    continue
+                seed = g.attrs.get(schema.ATTR_SEED)
+                scan.refs.append(EpisodeRef(
+                    file=file, demo=name, length=n, success=bool(g.attrs[schema.ATTR_SUCCESS]),
+                    source=source, legacy=scan.legacy, env_name=scan.env_name,
+                    seed=None if seed is None else int(seed)))
+        except InputError:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise InputError(file, "/", f"cannot read HDF5 metadata, truncated or corrupt? ({e})") from None
+    return scan
+
+
+def describe(ref: EpisodeRef) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype of every dataset of one episode, by path relative to its group."""
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    with _open(ref.file) as f:
+        g = f[ref.group]
+
+        def visit(name: str, obj) -> None:
+            if isinstance(obj, h5py.Dataset):
+                out[name] = (tuple(obj.shape), obj.dtype.name)
+
+        g.visititems(visit)
+    return out
+
+
+class H5Frames:
+    """Camera frames of one episode read lazily from an HDF5 dataset (a FrameSource)."""
+
+    def __init__(self, file: str, path: str, shape: tuple[int, int, int, int]):
+        self.file, self.path, self.shape = file, path, shape
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        with _open(self.file) as f:
+            ds = f[self.path]
+            for i in range(0, self.shape[0], FRAME_CHUNK):
+                try:
+                    yield np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
+                except (OSError, RuntimeError, ValueError) as e:
+                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None
+
+
+def _check_finite(file: str, path: str, a: np.ndarray) -> None:
+    if not np.isfinite(a).all():
+        bad = np.argwhere(~np.isfinite(a))[0]
+        what = "NaN" if np.isnan(a[tuple(bad)]) else "infinite value"
+        raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
+
+
+def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
+                 task: str | None = None, check_frames: bool = False) -> Episode:
+    """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
+
+    Raises InputError naming the file and HDF5 path of the first problem. With ``check_frames``
+    all camera frames are read once (to prove they are readable) before returning.
+    """
+    file = ref.file
+    with _open(file) as f:
+        try:
+            if ref.group not in f:
+                raise InputError(file, ref.group, "missing episode group")
+            g = f[ref.group]
+            T = ref.length
+            for term in _time_terms(g):
+                n = g[term].shape[0] if g[term].shape else 0
+                if n != T:
+                    other = "" if term == schema.ACTIONS else f" (actions has {_len(g, schema.ACTIONS)})"
+                    raise InputError(file, f"{ref.group}/{term}",
+                                     f"{n} rows but num_samples is {T}{other}")
+            arrays: dict[str, np.ndarray] = {}
+            for s in (*mapping.state, *mapping.action):
+                if s.source in arrays:
+                    continue
+                path = f"{ref.group}/{s.source}"
+                ds = g.get(s.source)
+                if not isinstance(ds, h5py.Dataset):
+                    raise InputError(file, path, "missing mapped term" if ds is None else "is not a dataset")
+                if ds.dtype.kind != "f" or ds.ndim != 2:
+                    raise InputError(file, path, f"expected a (T, d) float array, got {ds.dtype.name} {ds.shape}")
+                if ds.shape[0] != T:
+                    raise InputError(file, path, f"{ds.shape[0]} rows but num_samples is {T}")
+                if tuple(ds.shape[1:]) != dims[s.source]:
+                    raise InputError(file, path, f"shape {ds.shape} differs from {(T, *dims[s.source])} "
+                                     "in the first episode")
+                a = ds[()]
+                if a.dtype != np.float32:
+                    a = a.astype(np.float32)
+                _check_finite(file, path, a)
+                arrays[s.source] = a
+            cameras: dict[str, H5Frames] = {}
+            for c in mapping.cameras:
+                path = f"{ref.group}/{c.source}"
+                ds = g.get(c.source)
+                if not isinstance(ds, h5py.Dataset):
+                    raise InputError(file, path, "missing mapped camera term" if ds is None else "is not a dataset")
+                if ds.dtype != np.uint8 or ds.ndim != 4 or ds.shape[3] != 3:
+                    raise InputError(file, path, f"camera term must be (T, H, W, 3) uint8, got {ds.dtype.name} "
+                                     f"{ds.shape}")
+                if ds.shape[0] != T:
+                    raise InputError(file, path, f"{ds.shape[0]} frames but num_samples is {T}")
+                if tuple(ds.shape[1:]) != dims[c.source]:
+                    raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
+                                     "in the first episode")
+                cameras[c.key] = H5Frames(file, path, tuple(ds.shape))
+            if _l2_validate_episode is not None:
+                violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
+                if violations:
+                    v = violations[0]
+                    raise InputError(v.file, v.path, v.message)
+        except InputError:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise InputError(file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
+
+    def take(s) -> np.ndarray:
+        a = arrays[s.source][:, s.start:s.end]
+        if ref.legacy and s.quaternion:  # legacy files store quaternions WXYZ
+            a = a.copy()
+            q0 = s.quaternion[0]
+            a[:, q0:q0 + 4] = a[:, [q0 + 1, q0 + 2, q0 + 3, q0]]
+        return np.ascontiguousarray(a)
+
+    if check_frames:
+        for cam in cameras.values():
+            for _ in cam.chunks():
+                pass
+    fields = {"file": ref.file, "demo": ref.demo}
+    if ref.env_name is not None:
+        fields["env_name"] = ref.env_name
+    if ref.seed is not None:
+        fields["seed"] = ref.seed
+    return Episode(length=ref.length, state={s.key: take(s) for s in mapping.state},
+                   action={s.key: take(s) for s in mapping.action}, cameras=cameras,
+                   task=mapping.task if task is None else task, source=ref.source, success=ref.success,
+                   fields=fields)
+
+
+def _time_terms(g: h5py.Group) -> list[str]:
+    """Datasets that must have one row per step: ``actions`` and every ``obs/...`` term."""
+    out = [schema.ACTIONS] if isinstance(g.get(schema.ACTIONS), h5py.Dataset) else []
+    obs = g.get(schema.OBS)
+    if isinstance(obs, h5py.Group):
+        def visit(name: str, obj) -> None:
+            if isinstance(obj, h5py.Dataset):
+                out.append(f"{schema.OBS}/{name}")
+        obs.visititems(visit)
+    return out
+
+
+def _len(g: h5py.Group, name: str) -> int | str:
+    ds = g.get(name)
+    return ds.shape[0] if isinstance(ds, h5py.Dataset) and ds.shape else "no rows"
+
+
+def quaternion_notice(file: str, mapping: Mapping) -> str:
+    """The notice printed once per legacy file."""
+    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}]"
+             for grp, slices in (("state", mapping.state), ("action", mapping.action))
+             for s in slices if s.quaternion]
+    what = ", ".join(parts) if parts else "no quaternion slices mapped"
+    return f"notice: {file}: legacy file (no format_version): quaternions converted WXYZ->XYZW: {what}"

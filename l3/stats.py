@@ -1,0 +1,126 @@
+"""Feature statistics with memory bounded by one episode.
+
+Per episode: min, max, mean, std, count (``episodes_stats.jsonl``) plus, for float features, a
+fixed-range histogram. Over the dataset: moments are merged exactly (Chan et al.) in episode
+order, and q01/q99 come from the summed histograms, so they are exact to within one bin width
+((max - min) / BINS) whatever the dataset size, and identical for any number of workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BINS = 4096
+QUANTILES = {"q01": 0.01, "q99": 0.99}
+
+
+@dataclass
+class Moments:
+    """count, mean, sum of squared deviations (m2), min and max per column (float64)."""
+
+    count: int
+    mean: np.ndarray
+    m2: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> Moments:
+        """Moments of the rows of a (T, D) array."""
+        x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+        mean = x.mean(axis=0)
+        return cls(len(x), mean, ((x - mean) ** 2).sum(axis=0), x.min(axis=0), x.max(axis=0))
+
+    def merge(self, o: Moments) -> Moments:
+        """Moments of the union of both row sets."""
+        n = self.count + o.count
+        d = o.mean - self.mean
+        mean = self.mean + d * (o.count / n)
+        m2 = self.m2 + o.m2 + d * d * (self.count * o.count / n)
+        return Moments(n, mean, m2, np.minimum(self.min, o.min), np.maximum(self.max, o.max))
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.m2 / self.count)
+
+
+def histogram(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int = BINS) -> np.ndarray:
+    """(D, bins) int64 counts of the rows of a (T, D) array over the fixed ranges [lo, hi]."""
+    x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+    width = np.where(hi > lo, hi - lo, 1.0)
+    idx = np.clip(((x - lo) / width * bins).astype(np.int64), 0, bins - 1)
+    idx += np.arange(x.shape[1], dtype=np.int64) * bins
+    return np.bincount(idx.ravel(), minlength=x.shape[1] * bins).reshape(x.shape[1], bins)
+
+
+def quantile(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float,
+             vmin: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+    """Quantile ``q`` per column from (D, bins) counts (linear position q*(n-1), as numpy)."""
+    d, bins = counts.shape
+    cum = np.cumsum(counts, axis=1)
+    n = cum[:, -1]
+    pos = q * (n - 1)
+    out = np.empty(d)
+    width = (hi - lo) / bins
+    for j in range(d):
+        b = int(np.searchsorted(cum[j], pos[j], side="right"))
+        b = min(b, bins - 1)
+        before = cum[j, b - 1] if b > 0 else 0
+        frac = (pos[j] - before + 0.5) / max(counts[j, b], 1)
+        out[j] = lo[j] + (b + min(max(frac, 0.0), 1.0)) * width[j]
+    return np.clip(out, vmin, vmax)
+
+
+def to_json(a) -> list:
+    """A numpy array as nested Python lists of floats/ints (for JSON)."""
+    return np.asarray(a).tolist()
+
+
+def episode_feature_stats(x: np.ndarray) -> dict:
+    """``{min, max, mean, std, count}`` of one feature in one episode (LeRobot v2.1 layout).
+
+    ``x`` is (T,) or (T, D); scalar features get shape-(1,) stats, as LeRobot writes them.
+    """
+    x = np.asarray(x)
+    if x.dtype == bool:
+        m = Moments.of(x.astype(np.float64))
+        return {"min": [bool(x.min())], "max": [bool(x.max())], "mean": to_json(m.mean),
+                "std": to_json(m.std), "count": [len(x)]}
+    m = Moments.of(x)
+    cast = (lambda v: to_json(v.astype(np.int64))) if x.dtype.kind in "iu" else to_json
+    return {"min": cast(m.min), "max": cast(m.max), "mean": to_json(m.mean), "std": to_json(m.std),
+            "count": [len(x)]}
+
+
+class PixelStats:
+    """Per-channel pixel statistics of a video, values scaled to [0, 1], shape (3, 1, 1) like LeRobot.
+
+    Frames are subsampled spatially to about 10k pixels each to keep the cost small.
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.sum = np.zeros(3)
+        self.sumsq = np.zeros(3)
+        self.min = np.full(3, 255)
+        self.max = np.zeros(3, dtype=np.int64)
+
+    def add(self, frames: np.ndarray) -> None:
+        """Account for a (n, H, W, 3) uint8 chunk."""
+        h, w = frames.shape[1:3]
+        step = max(1, int((h * w / 10000) ** 0.5))
+        px = frames[:, ::step, ::step].reshape(-1, 3).astype(np.int64)
+        self.n += len(px)
+        self.sum += px.sum(axis=0)
+        self.sumsq += (px * px).sum(axis=0)
+        self.min = np.minimum(self.min, px.min(axis=0))
+        self.max = np.maximum(self.max, px.max(axis=0))
+
+    def to_json(self, frames: int) -> dict:
+        mean = self.sum / self.n
+        std = np.sqrt(np.maximum(self.sumsq / self.n - mean * mean, 0.0))
+        shape = lambda v: [[[float(c)]] for c in v]  # noqa: E731
+        return {"min": shape(self.min / 255.0), "max": shape(self.max / 255.0), "mean": shape(mean / 255.0),
+                "std": shape(std / 255.0), "count": [frames]}

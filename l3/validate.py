@@ -1,0 +1,313 @@
+"""Check a GR00T LeRobot v2.1 folder against the output spec: the things a loader trips on.
+
+    python -m l3.validate DIR        # prints one violation per line; exit 1 if any, 0 if none
+
+Checks: meta files present and parseable, no blank lines in any jsonl, info.json totals and
+features (names for every state/action dimension, video info), episode indices 0..N-1, parquet
+columns/rows/timestamps/indices per episode, task and annotation indices present in tasks.jsonl,
+modality.json slices, stats.json (six stats per float feature), episodes_stats.jsonl, and each
+video's codec, pixel format, size and frame count == rows with frame i at i/fps. Memory stays
+bounded by one episode (files are read one at a time).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python l3/validate.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from l3.mapping import ROTATION_TYPES  # noqa: E402
+
+STATS_KEYS = ("mean", "std", "min", "max", "q01", "q99")
+INFO_KEYS = ("codebase_version", "robot_type", "fps", "chunks_size", "total_episodes", "total_frames",
+             "total_tasks", "total_videos", "total_chunks", "splits", "data_path", "video_path", "features")
+INDEX_COLUMNS = ("frame_index", "episode_index", "index", "task_index")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One problem: ``str(v) == "path: message"`` (path relative to the dataset folder)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class _Checker:
+    def __init__(self, root: Path):
+        self.root = root
+        self.out: list[Violation] = []
+
+    def bad(self, path: str, message: str) -> None:
+        self.out.append(Violation(path, message))
+
+    def json(self, rel: str):
+        p = self.root / rel
+        if not p.is_file():
+            self.bad(rel, "missing")
+            return None
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            self.bad(rel, f"not valid JSON ({e})")
+            return None
+
+    def jsonl(self, rel: str) -> list[dict] | None:
+        p = self.root / rel
+        if not p.is_file():
+            self.bad(rel, "missing")
+            return None
+        rows = []
+        text = p.read_text(encoding="utf-8")
+        for n, line in enumerate(text.split("\n"), 1):
+            if line == "" and n == text.count("\n") + 1:
+                break  # the end of the last line
+            if not line.strip():
+                self.bad(f"{rel}:{n}", "blank line (GR00T loaders crash on it)")
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                self.bad(f"{rel}:{n}", f"not valid JSON ({e})")
+        return rows
+
+
+def validate(root: str | Path) -> list[Violation]:
+    """All violations found in the dataset folder ``root`` (empty list: it conforms)."""
+    c = _Checker(Path(root))
+    if not c.root.is_dir():
+        return [Violation(str(root), "not a directory")]
+    info = c.json("meta/info.json")
+    episodes = c.jsonl("meta/episodes.jsonl")
+    tasks = c.jsonl("meta/tasks.jsonl")
+    modality = c.json("meta/modality.json")
+    stats = c.json("meta/stats.json")
+    ep_stats = c.jsonl("meta/episodes_stats.jsonl")
+    if info is None or episodes is None or tasks is None:
+        return c.out
+    missing = [k for k in INFO_KEYS if k not in info]
+    if missing:
+        c.bad("meta/info.json", f"missing keys {missing}")
+        return c.out
+    if info["codebase_version"] != "v2.1":
+        c.bad("meta/info.json", f"codebase_version is {info['codebase_version']!r}, expected 'v2.1'")
+    features: dict = info["features"]
+    fps = info["fps"]
+    n = len(episodes)
+
+    task_ids = set()
+    for k, t in enumerate(tasks):
+        if t.get("task_index") != k or not isinstance(t.get("task"), str):
+            c.bad("meta/tasks.jsonl", f"line {k + 1}: expected {{'task_index': {k}, 'task': str}}, got {t}")
+        task_ids.add(t.get("task_index"))
+    task_names = {t.get("task") for t in tasks}
+
+    for k, e in enumerate(episodes):
+        if e.get("episode_index") != k:
+            c.bad("meta/episodes.jsonl", f"line {k + 1}: episode_index {e.get('episode_index')} != {k} "
+                  "(indices must run 0..N-1 in order)")
+        if not isinstance(e.get("length"), int) or e["length"] < 1:
+            c.bad("meta/episodes.jsonl", f"line {k + 1}: bad length {e.get('length')!r}")
+        if not isinstance(e.get("tasks"), list) or any(t not in task_names for t in e["tasks"]):
+            c.bad("meta/episodes.jsonl", f"line {k + 1}: tasks {e.get('tasks')!r} not all in tasks.jsonl")
+    total_frames = sum(e.get("length", 0) for e in episodes if isinstance(e.get("length"), int))
+    videos = [k for k, f in features.items() if f.get("dtype") == "video"]
+    expect = {"total_episodes": n, "total_frames": total_frames, "total_tasks": len(tasks),
+              "total_videos": n * len(videos), "total_chunks": math.ceil(n / info["chunks_size"]),
+              "splits": {"train": f"0:{n}"}}
+    for key, want in expect.items():
+        if info[key] != want:
+            c.bad("meta/info.json", f"{key} is {info[key]!r}, expected {want!r}")
+
+    for key in ("observation.state", "action"):
+        f = features.get(key)
+        if f is None:
+            c.bad("meta/info.json", f"features.{key} missing")
+            continue
+        if f.get("dtype") != "float32":
+            c.bad("meta/info.json", f"features.{key}.dtype is {f.get('dtype')!r}, expected 'float32'")
+        names = f.get("names")
+        if not isinstance(names, list) or len(names) != f.get("shape", [None])[0]:
+            c.bad("meta/info.json", f"features.{key}.names must list every one of the {f.get('shape')} dimensions")
+    for key in videos:
+        f = features[key]
+        vi = f.get("info") or {}
+        if f.get("names") != ["height", "width", "channels"]:
+            c.bad("meta/info.json", f"features.{key}.names must be ['height', 'width', 'channels']")
+        if not key.startswith("observation.images."):
+            c.bad("meta/info.json", f"features.{key}: video keys must be observation.images.<camera>")
+        for k2, want in (("video.codec", "h264"), ("video.pix_fmt", "yuv420p"), ("video.fps", fps),
+                         ("video.channels", 3), ("has_audio", False), ("video.is_depth_map", False)):
+            if vi.get(k2) != want:
+                c.bad("meta/info.json", f"features.{key}.info.{k2} is {vi.get(k2)!r}, expected {want!r}")
+        if [vi.get("video.height"), vi.get("video.width"), 3] != f.get("shape"):
+            c.bad("meta/info.json", f"features.{key}: shape {f.get('shape')} != info height/width")
+    annotation_cols = [k for k in features if k.startswith("annotation.")]
+
+    if modality is not None:
+        _check_modality(c, modality, features, annotation_cols)
+    if stats is not None:
+        for key, f in features.items():
+            if f.get("dtype") not in ("float32", "float64"):
+                continue
+            s = stats.get(key)
+            if not isinstance(s, dict) or any(k not in s for k in STATS_KEYS):
+                c.bad("meta/stats.json", f"{key}: needs all of {list(STATS_KEYS)}")
+                continue
+            for k in STATS_KEYS:
+                if np.shape(s[k]) != tuple(f["shape"]):
+                    c.bad("meta/stats.json", f"{key}.{k}: shape {np.shape(s[k])} != {tuple(f['shape'])}")
+    if ep_stats is not None:
+        if [e.get("episode_index") for e in ep_stats] != list(range(n)):
+            c.bad("meta/episodes_stats.jsonl", "must hold one line per episode, episode_index 0..N-1 in order")
+        for e in ep_stats:
+            for key, s in (e.get("stats") or {}).items():
+                if not isinstance(s, dict) or any(k not in s for k in ("min", "max", "mean", "std", "count")):
+                    c.bad("meta/episodes_stats.jsonl", f"episode {e.get('episode_index')}: {key} needs "
+                          "min, max, mean, std, count")
+
+    offset = 0
+    for k, e in enumerate(episodes):
+        length = e.get("length") if isinstance(e.get("length"), int) else 0
+        chunk = k // info["chunks_size"]
+        rel = info["data_path"].format(episode_chunk=chunk, episode_index=k)
+        _check_parquet(c, rel, k, length, offset, fps, features, task_ids)
+        for key in videos:
+            vrel = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=k)
+            _check_video(c, vrel, length, fps, features[key]["shape"])
+        offset += length
+    return c.out
+
+
+def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols: list[str]) -> None:
+    rel = "meta/modality.json"
+    for block in ("state", "action", "video"):
+        if not isinstance(modality.get(block), dict):
+            c.bad(rel, f"missing block {block!r} (GR00T N1/N1.5 require state, action, video)")
+    for block, feat in (("state", "observation.state"), ("action", "action")):
+        dim = (features.get(feat) or {}).get("shape", [0])[0]
+        covered = np.zeros(dim, dtype=int)
+        for key, e in (modality.get(block) or {}).items():
+            a, b = e.get("start"), e.get("end")
+            if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < b <= dim):
+                c.bad(rel, f"{block}.{key}: bad slice [{a}, {b}) for {dim} dims")
+                continue
+            covered[a:b] += 1
+            rt = e.get("rotation_type")
+            if rt is not None and rt not in ROTATION_TYPES:
+                c.bad(rel, f"{block}.{key}: unknown rotation_type {rt!r}")
+        if dim and not (covered == 1).all():
+            c.bad(rel, f"{block}: slices must cover every one of the {dim} dims exactly once")
+    for key, e in (modality.get("video") or {}).items():
+        ok = (e or {}).get("original_key")
+        if ok not in features or features[ok].get("dtype") != "video":
+            c.bad(rel, f"video.{key}: original_key {ok!r} is not a video feature")
+    for key in (modality.get("annotation") or {}):
+        if f"annotation.{key}" not in annotation_cols:
+            c.bad(rel, f"annotation.{key}: no column annotation.{key} in features")
+
+
+def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps: float, features: dict,
+                   task_ids: set) -> None:
+    p = c.root / rel
+    if not p.is_file():
+        c.bad(rel, "missing")
+        return
+    try:
+        t = pq.read_table(p)
+    except Exception as e:  # noqa: BLE001 - any reader error is a violation
+        c.bad(rel, f"unreadable parquet ({e})")
+        return
+    cols = [key for key, f in features.items() if f.get("dtype") != "video"]
+    if sorted(t.column_names) != sorted(cols):
+        c.bad(rel, f"columns {t.column_names} != features {cols}")
+        return
+    if t.num_rows != length:
+        c.bad(rel, f"{t.num_rows} rows but episodes.jsonl length is {length}")
+        return
+    for key in cols:
+        shape = features[key]["shape"]
+        col = t.column(key)
+        if len(shape) == 1 and shape[0] > 1 or features[key].get("names"):
+            lengths = col.combine_chunks().value_lengths().to_numpy(zero_copy_only=False)
+            if (lengths != shape[0]).any():
+                c.bad(rel, f"{key}: rows must hold {shape[0]} values")
+            if features[key]["dtype"] == "float32":
+                vals = col.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                if str(vals.dtype) != "float32":
+                    c.bad(rel, f"{key}: values are {vals.dtype}, expected float32")
+                elif not np.isfinite(vals).all():
+                    c.bad(rel, f"{key}: non-finite values")
+    fi = t.column("frame_index").to_numpy()
+    if not np.array_equal(fi, np.arange(length)):
+        c.bad(rel, "frame_index must run 0..T-1")
+    ts = t.column("timestamp").to_numpy()
+    if ts.dtype != np.float32 or not np.array_equal(ts, (np.arange(length) / fps).astype(np.float32)):
+        c.bad(rel, "timestamp must be float32 frame_index / fps")
+    if not (t.column("episode_index").to_numpy() == k).all():
+        c.bad(rel, f"episode_index must be {k} on every row")
+    if not np.array_equal(t.column("index").to_numpy(), np.arange(offset, offset + length)):
+        c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
+    for key in ["task_index", *[col for col in cols if col.startswith("annotation.")]]:
+        used = set(np.unique(t.column(key).to_numpy()).tolist())
+        if not used <= task_ids:
+            c.bad(rel, f"{key}: indices {sorted(used - task_ids)} not in tasks.jsonl")
+    if "next.done" in cols:
+        done = t.column("next.done").to_numpy(zero_copy_only=False)
+        if not done[-1] or done[:-1].any():
+            c.bad(rel, "next.done must be true on the last row only")
+
+
+def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) -> None:
+    from l3.video import probe
+
+    p = c.root / rel
+    if not p.is_file():
+        c.bad(rel, "missing")
+        return
+    try:
+        v = probe(p)
+    except Exception as e:  # noqa: BLE001
+        c.bad(rel, f"unreadable video ({e})")
+        return
+    if v["codec"] != "h264" or v["pix_fmt"] != "yuv420p":
+        c.bad(rel, f"{v['codec']}/{v['pix_fmt']}, expected h264/yuv420p")
+    if [v["height"], v["width"], 3] != list(shape):
+        c.bad(rel, f"frames {v['height']}x{v['width']}, info.json says {shape[0]}x{shape[1]}")
+    if v["frames"] != length:
+        c.bad(rel, f"{v['frames']} frames but the episode has {length} rows")
+    elif v["pts"] and not np.allclose(v["pts"], np.arange(length) / fps, atol=1e-3):
+        c.bad(rel, f"frame i must be presented at i/fps from 0 (first at {v['pts'][0]})")
+    if v["audio"]:
+        c.bad(rel, "has an audio stream")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m l3.validate",
+                                description="Check a GR00T LeRobot v2.1 dataset folder against the L3 output spec.")
+    p.add_argument("dir", help="dataset folder (holds meta/, data/, videos/)")
+    args = p.parse_args(argv)
+    violations = validate(args.dir)
+    for v in violations:
+        print(v)
+    if violations:
+        print(f"{len(violations)} violation(s) in {args.dir}", file=sys.stderr)
+        return 1
+    print(f"ok: {args.dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Camera frames -> H.264 yuv420p MP4 through PyAV (frame i presented at i/fps, from 0)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from l3.mapping import VideoOptions
+from l3.stats import PixelStats
+
+
+def encoder_options(opts: VideoOptions) -> dict[str, str]:
+    """libx264 private options, shared with the benchmark's ffmpeg CLI baseline."""
+    return {"crf": str(opts.crf), "preset": opts.preset}
+
+
+def encode(path: str | Path, chunks: Iterable[np.ndarray], fps: int, opts: VideoOptions,
+           stats: PixelStats | None = None) -> int:
+    """Encode (n, H, W, 3) uint8 RGB chunks into one MP4; returns the number of frames written."""
+    count = 0
+    with av.open(str(path), mode="w", format="mp4") as container:
+        stream = None
+        for chunk in chunks:
+            if stream is None:
+                h, w = chunk.shape[1:3]
+                stream = container.add_stream(opts.codec, rate=fps)
+                stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+                stream.time_base = Fraction(1, fps)
+                stream.codec_context.time_base = Fraction(1, fps)
+                stream.codec_context.gop_size = opts.gop
+                stream.options = encoder_options(opts)
+            if stats is not None:
+                stats.add(chunk)
+            for img in chunk:
+                frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+                frame.pts = count
+                count += 1
+                container.mux(stream.encode(frame))
+        if stream is not None:
+            container.mux(stream.encode(None))
+    return count
+
+
+def probe(path: str | Path) -> dict:
+    """Codec, pix_fmt, size, frame count (packets, no decoding) and presentation times in seconds."""
+    with av.open(str(path)) as c:
+        s = c.streams.video[0]
+        pts = sorted(float(p.pts * p.time_base) for p in c.demux(s) if p.pts is not None)
+        return {"codec": s.codec_context.name, "pix_fmt": s.codec_context.pix_fmt,
+                "width": s.codec_context.width, "height": s.codec_context.height,
+                "frames": len(pts), "pts": pts, "audio": len(c.streams.audio) > 0}

@@ -1,0 +1,88 @@
+"""Small L2 HDF5 files for the L3 tests, written with h5py following shared/spec/l2-hdf5-schema.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from l2 import schema
+
+ENV_NAME = "Isaac-Lift-Cube-Franka-IK-Abs-v0"
+CAMERA = "obs/front_rgb"
+CAM_H, CAM_W = 48, 64
+
+
+def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera: bool = False,
+              legacy: bool = False, seed: int | None = None) -> dict:
+    """Arrays and attrs of one lift-cube episode (random but realistic shapes and dtypes)."""
+    quat = rng.normal(size=(T, 4)).astype(np.float32)
+    quat /= np.linalg.norm(quat, axis=1, keepdims=True)  # qx, qy, qz, qw
+    if legacy:
+        quat = quat[:, [3, 0, 1, 2]]  # stored w, x, y, z
+    actions = np.concatenate([rng.normal(size=(T, 3)).astype(np.float32), quat,
+                              np.sign(rng.normal(size=(T, 1))).astype(np.float32)], axis=1)
+    obs = {
+        "joint_pos": rng.normal(size=(T, 9)).astype(np.float32),
+        "joint_vel": rng.normal(size=(T, 9)).astype(np.float32),
+        "object_position": rng.normal(size=(T, 3)).astype(np.float32),
+        "target_object_position": rng.normal(size=(T, 7)).astype(np.float32),
+        "actions": np.roll(actions, 1, axis=0),
+    }
+    if camera:
+        frames = np.zeros((T, CAM_H, CAM_W, 3), dtype=np.uint8)
+        yy, xx = np.mgrid[0:CAM_H, 0:CAM_W]
+        for t in range(T):  # a moving gradient plus a moving square
+            frames[t, :, :, 0] = (xx * 4 + t * 7) % 256
+            frames[t, :, :, 1] = (yy * 5 + t * 3) % 256
+            x0 = (t * 3) % (CAM_W - 8)
+            frames[t, 10:18, x0:x0 + 8, 2] = 255
+        obs[CAMERA.split("/", 1)[1]] = frames
+    attrs = {"num_samples": T, "success": success}
+    if seed is not None:
+        attrs["seed"] = seed
+    return {"actions": actions, "obs": obs, "attrs": attrs}
+
+
+def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None = schema.FORMAT_VERSION,
+             env_name: str = ENV_NAME) -> Path:
+    """Write demos as /data/demo_<i> (in order) into an L2 file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as f:
+        if format_version is not None:
+            f.attrs[schema.ATTR_FORMAT_VERSION] = format_version
+        data = f.create_group(schema.DATA_GROUP)
+        data.attrs[schema.ATTR_TOTAL] = sum(d["attrs"]["num_samples"] for d in demos)
+        data.attrs[schema.ATTR_ENV_ARGS] = json.dumps({"env_name": env_name, "type": schema.ENV_ARGS_TYPE})
+        for i, d in enumerate(demos):
+            g = data.create_group(schema.demo_name(i))
+            for k, v in d["attrs"].items():
+                g.attrs[k] = v
+            g.create_dataset(schema.ACTIONS, data=d["actions"])
+            obs = g.create_group(schema.OBS)
+            for k, v in d["obs"].items():
+                obs.create_dataset(k, data=v)
+    return path
+
+
+def make_l2_file(path: str | Path, n: int = 3, *, seed: int = 0, length: int = 12, failed: tuple[int, ...] = (),
+                 camera: bool = False, legacy: bool = False) -> Path:
+    """An L2 file of ``n`` episodes of lengths length, length+1, ...; ``failed`` demos have success=False."""
+    rng = np.random.default_rng(seed)
+    demos = [make_demo(rng, length + i, success=i not in failed, camera=camera, legacy=legacy, seed=seed * 100 + i)
+             for i in range(n)]
+    return write_l2(path, demos, format_version=None if legacy else schema.FORMAT_VERSION)
+
+
+def camera_config(tmp: Path, base: str | Path) -> Path:
+    """The shipped lift_cube config plus the fixture camera, written next to the test data."""
+    import yaml
+
+    doc = yaml.safe_load(Path(base).read_text())
+    doc["cameras"] = {"front": CAMERA}
+    out = Path(tmp) / "lift_cube_cam.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
