@@ -163,8 +163,14 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
                 yield fn(it)
                 bar.update()
         else:
-            method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-            with mp.get_context(method).Pool(workers, initializer=_init_worker, initargs=(state,)) as pool:
+            # forkserver: workers fork from a clean, single-threaded server that has imported l3 once
+            # (plain fork from this process could inherit pyarrow/x264 threads mid-lock).
+            if "forkserver" in mp.get_all_start_methods():
+                ctx = mp.get_context("forkserver")
+                ctx.set_forkserver_preload(["l3.convert"])
+            else:
+                ctx = mp.get_context("spawn")
+            with ctx.Pool(workers, initializer=_init_worker, initargs=(state,)) as pool:
                 for r in pool.imap(fn, items, chunksize=1):
                     yield r
                     bar.update()

@@ -17,7 +17,9 @@ set -euo pipefail
 
 flavour="${1:-v21}"
 case "$flavour" in
-  v21) reqs=("lerobot==0.3.3" "torch==2.7.1" "torchvision==0.22.1") ;;
+  # av: torchvision 0.22's pyav video reader (lerobot 0.3.x's "pyav" backend) passes metadata_errors=,
+  # which PyAV 16+ removed; 15.1 is also what lerobot 0.4.x requires.
+  v21) reqs=("lerobot==0.3.3" "torch==2.7.1" "torchvision==0.22.1" "av==15.1.0") ;;
   v30) reqs=("lerobot==0.4.4" "torch==2.7.1" "torchvision==0.22.1") ;;
   *) echo "usage: $0 [v21|v30]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,123 @@
+"""Malformed inputs stop the converter with one line naming the file and HDF5 path (exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from l3_fixtures import CAMERA, camera_config, make_l2_file
+
+from l3.convert import main
+
+CONFIG = Path(__file__).resolve().parent.parent / "config" / "lift_cube.yaml"
+
+
+def _truncated(p: Path) -> None:
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+
+
+def _corrupt(p: Path) -> None:
+    p.write_bytes(b"this is not an HDF5 file" * 100)
+
+
+def _edit(fn):
+    def apply(p: Path) -> None:
+        with h5py.File(p, "a") as f:
+            fn(f)
+    return apply
+
+
+def _short_obs(f: h5py.File) -> None:
+    g = f["data/demo_1/obs"]
+    a = g["joint_vel"][()]
+    del g["joint_vel"]
+    g["joint_vel"] = a[:-1]
+
+
+def _nan(f: h5py.File) -> None:
+    f["data/demo_1/obs/joint_pos"][4, 2] = np.nan
+
+
+def _float_camera(f: h5py.File) -> None:
+    g = f["data/demo_0/obs"]
+    a = g["front_rgb"][()]
+    del g["front_rgb"]
+    g["front_rgb"] = a.astype(np.float32)
+
+
+def _episodes_layout(f: h5py.File) -> None:
+    f.move("data", "episodes")
+
+
+def _no_demos(f: h5py.File) -> None:
+    for k in list(f["data"]):
+        del f["data"][k]
+
+
+CASES = {
+    "truncated": (_truncated, "/", "truncated or corrupt"),
+    "corrupt": (_corrupt, "/", "truncated or corrupt"),
+    "empty": (lambda p: p.write_bytes(b""), "/", "empty file"),
+    "no_demos": (_edit(_no_demos), "/data", "no demo_<i> episodes"),
+    "missing_num_samples": (_edit(lambda f: f["data/demo_1"].attrs.__delitem__("num_samples")), "/data/demo_1",
+                            "missing attribute num_samples"),
+    "obs_length": (_edit(_short_obs), "/data/demo_1/obs/joint_vel", "12 rows but num_samples is 13 (actions has 13)"),
+    "nan": (_edit(_nan), "/data/demo_1/obs/joint_pos", "NaN at row 4, column 2"),
+    "missing_term": (_edit(lambda f: f["data/demo_0/obs"].__delitem__("object_position")),
+                     "/data/demo_0/obs/object_position", "missing mapped term"),
+    "camera_dtype": (_edit(_float_camera), "/data/demo_0/obs/front_rgb", "camera term must be (T, H, W, 3) uint8"),
+    "episodes_layout": (_edit(_episodes_layout), "/episodes", "abandoned 'episodes/<i>' layout"),
+}
+
+
+@pytest.fixture(scope="module")
+def cfg(tmp_path_factory) -> Path:
+    return camera_config(tmp_path_factory.mktemp("cfg"), CONFIG)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_one_line_error(case, cfg, tmp_path, capsys):
+    breaker, h5path, message = CASES[case]
+    good = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 2, camera=True)
+    bad = make_l2_file(tmp_path / "in" / "teleop_b.hdf5", 3, seed=1, camera=True)
+    breaker(bad)
+    out = tmp_path / "out" / "ds"
+    rc = main([str(good), str(bad), "--config", str(cfg), "-o", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"error: {bad}:{h5path}: "), lines[0]
+    assert message in lines[0], lines[0]
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []  # nothing left behind
+
+    # --skip-bad: the rest is converted and the bad file/episode is listed in the summary
+    rc = main([str(good), str(bad), "--config", str(cfg), "-o", str(out), "--skip-bad"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert f"skipped (bad input): {bad}:{h5path}: " in err
+    assert sorted(p.name for p in out.parent.iterdir()) == ["ds"]
+
+
+def test_missing_input_and_bad_config(tmp_path, capsys):
+    assert main([str(tmp_path / "nope.hdf5"), "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'nope.hdf5'}:/: no such file")
+    good = make_l2_file(tmp_path / "scripted_a.hdf5", 1)
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("state: {joint_pos: {from: obs/joint_pos, slice: [0, 99]}}\naction: {a: actions}\n")
+    assert main([str(good), "--config", str(bad_cfg), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: state.joint_pos: slice [0, 99] exceeds the 9 columns of obs/joint_pos"), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_camera_missing_from_config_source(tmp_path, capsys):
+    """A config naming a camera the file does not have: missing mapped term at the first episode."""
+    good = make_l2_file(tmp_path / "scripted_a.hdf5", 1)  # no camera
+    cfg = camera_config(tmp_path, CONFIG)
+    assert main([str(good), "--config", str(cfg), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: {good}:/data/demo_0/{CAMERA}: missing mapped term"

@@ -1,0 +1,183 @@
+"""L3 converter end to end: layout, bit-exact values, sources, filters, workers, safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from l3_fixtures import CAMERA, camera_config, make_l2_file
+
+from l3.convert import UsageError, convert, main
+from l3.validate import validate
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "config" / "lift_cube.yaml"
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> Path:
+    """scripted (12 demos, demo_2 and demo_11 failed, numeric order matters), rl, legacy teleop, other."""
+    d = tmp_path_factory.mktemp("l3_in")
+    make_l2_file(d / "scripted_lift_cube.hdf5", 12, seed=1, failed=(2, 11), camera=True)
+    make_l2_file(d / "rl_lift_cube.hdf5", 3, seed=2, failed=(0,), camera=True)
+    make_l2_file(d / "teleop_lift_cube.hdf5", 2, seed=3, camera=True, legacy=True)
+    make_l2_file(d / "other.hdf5", 1, seed=4, camera=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def cam_config(tmp_path_factory) -> Path:
+    return camera_config(tmp_path_factory.mktemp("cfg"), CONFIG)
+
+
+@pytest.fixture(scope="module")
+def converted(mixed, cam_config, tmp_path_factory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("l3_out") / "ds"
+    files = [str(mixed / n) for n in ("scripted_lift_cube.hdf5", "rl_lift_cube.hdf5", "teleop_lift_cube.hdf5",
+                                      "other.hdf5")]
+    summary = convert(files, out, config=cam_config, log=lambda m: None)
+    return out, summary
+
+
+def _episodes(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "meta/episodes.jsonl").read_text().splitlines()]
+
+
+def test_layout_totals_and_sources(converted):
+    root, summary = converted
+    assert validate(root) == []
+    info = json.loads((root / "meta/info.json").read_text())
+    eps = _episodes(root)
+    # scripted 12-2 failed, rl 3-1, teleop 2, other 1
+    assert [e["episode_index"] for e in eps] == list(range(15))
+    assert [e["source"] for e in eps] == ["scripted"] * 10 + ["rl"] * 2 + ["teleop"] * 2 + ["unknown"]
+    assert all(e["success"] for e in eps)
+    # numeric demo order within a file, failed ones dropped without index gaps
+    assert [e["demo"] for e in eps[:10]] == [f"demo_{i}" for i in (0, 1, 3, 4, 5, 6, 7, 8, 9, 10)]
+    assert info["total_episodes"] == 15 and info["total_videos"] == 15
+    assert info["total_frames"] == sum(e["length"] for e in eps)
+    assert info["features"]["action"]["names"] == ["x", "y", "z", "qx", "qy", "qz", "qw", "gripper"]
+    assert len(info["features"]["observation.state"]["names"]) == 12
+    assert summary.per_source["scripted"].failed_dropped == 2
+    assert summary.per_source["rl"].kept == 2
+    for name in ("episodes.jsonl", "tasks.jsonl", "episodes_stats.jsonl"):
+        text = (root / "meta" / name).read_text()
+        assert "\n\n" not in text and text.endswith("}\n")
+    modality = json.loads((root / "meta/modality.json").read_text())
+    assert modality["action"]["ee_pose"] == {"start": 0, "end": 7, "rotation_type": "quaternion"}
+    assert modality["video"] == {"front": {"original_key": "observation.images.front"}}
+    stats = json.loads((root / "meta/stats.json").read_text())
+    for key in ("observation.state", "action", "timestamp", "next.reward"):
+        assert set(stats[key]) == {"mean", "std", "min", "max", "q01", "q99"}
+
+
+def test_values_round_trip_bit_exact(converted):
+    root, _ = converted
+    for e in _episodes(root):
+        t = pq.read_table(root / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        state = np.stack(t.column("observation.state").to_numpy(zero_copy_only=False))
+        action = np.stack(t.column("action").to_numpy(zero_copy_only=False))
+        with h5py.File(e["file"], "r") as f:
+            g = f["data"][e["demo"]]
+            want_s = np.concatenate([g["obs/joint_pos"][()], g["obs/object_position"][()]], axis=1)
+            want_a = g["actions"][()]
+            legacy = "format_version" not in f.attrs
+        if legacy:  # WXYZ -> XYZW
+            want_a = want_a[:, [0, 1, 2, 4, 5, 6, 3, 7]]
+        assert state.dtype == np.float32 and action.dtype == np.float32
+        assert state.tobytes() == want_s.tobytes()
+        assert action.tobytes() == want_a.tobytes()
+        ts = t.column("timestamp").to_numpy()
+        assert ts.dtype == np.float32 and ts.tobytes() == (np.arange(e["length"]) / 50).astype(np.float32).tobytes()
+
+
+def test_video_frames_decode(converted):
+    import av
+
+    root, _ = converted
+    e = _episodes(root)[0]
+    path = root / "videos/chunk-000/observation.images.front/episode_000000.mp4"
+    with av.open(str(path)) as c:
+        frames = [f for f in c.decode(video=0)]
+    assert len(frames) == e["length"]
+    assert [round(float(f.time), 6) for f in frames] == [round(i / 50, 6) for i in range(e["length"])]
+    with h5py.File(e["file"], "r") as f:
+        src = f["data"][e["demo"]][CAMERA][3]
+    got = frames[3].to_ndarray(format="rgb24").astype(int)
+    assert np.abs(got - src).mean() < 12  # lossy, but the same picture
+
+
+def test_include_failed_sources_max_and_override(mixed, cam_config, tmp_path):
+    out = tmp_path / "ds"
+    convert([str(mixed / "*.hdf5")], out, config=cam_config, success_only=False, sources=["scripted", "teleop"],
+            max_episodes=13, source_overrides=["teleop=rl_*"], log=lambda m: None)
+    eps = _episodes(out)
+    assert len(eps) == 13
+    assert [e["source"] for e in eps] == ["teleop"] * 3 + ["scripted"] * 10  # rl_* re-tagged; glob order
+    tasks = [json.loads(line)["task"] for line in (out / "meta/tasks.jsonl").read_text().splitlines()]
+    assert tasks == ["Pick up the cube and lift it.", "valid", "invalid"]
+    failed = [e for e in eps if not e["success"]]
+    assert failed and all(e["tasks"][1] == "invalid" for e in failed)
+    t = pq.read_table(out / f"data/chunk-000/episode_{failed[0]['episode_index']:06d}.parquet")
+    assert set(t.column("annotation.human.validity").to_pylist()) == {2}
+    assert validate(out) == []
+
+
+def test_workers_byte_identical(mixed, cam_config, tmp_path):
+    files = [str(mixed / "scripted_lift_cube.hdf5"), str(mixed / "teleop_lift_cube.hdf5")]
+    convert(files, tmp_path / "w1", config=cam_config, workers=1, log=lambda m: None)
+    convert(files, tmp_path / "w2", config=cam_config, workers=2, log=lambda m: None)
+    a = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*") if p.is_file())
+    b = sorted(p.relative_to(tmp_path / "w2") for p in (tmp_path / "w2").rglob("*") if p.is_file())
+    assert a == b
+    for rel in a:
+        assert (tmp_path / "w1" / rel).read_bytes() == (tmp_path / "w2" / rel).read_bytes(), rel
+
+
+def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
+    assert main([str(mixed / "rl_lift_cube.hdf5"), "--print-config"]) == 0
+    text = capsys.readouterr().out
+    assert "obs/joint_pos" in text and "front_rgb: obs/front_rgb" in text and "rotation_type: quaternion" in text
+    cfg = tmp_path / "inferred.yaml"
+    cfg.write_text(text)
+    assert main([str(mixed / "rl_lift_cube.hdf5"), "--config", str(cfg), "-o", str(tmp_path / "a"), "-q"]) == 0
+    assert main([str(mixed / "rl_lift_cube.hdf5"), "-o", str(tmp_path / "b"), "-q"]) == 0
+    info = json.loads((tmp_path / "b/meta/info.json").read_text())
+    assert info["robot_type"] == "franka_panda" and "observation.images.front_rgb" in info["features"]
+    assert validate(tmp_path / "b") == []
+
+
+def test_existing_output_is_protected(mixed, tmp_path, capsys):
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    args = [str(mixed / "rl_lift_cube.hdf5"), "--config", str(CONFIG), "-o", str(out), "-q"]
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
+    assert main([*args, "--overwrite"]) == 0
+    assert not (out / "keep.txt").exists() and validate(out) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # no temp/old folders left
+    with pytest.raises(UsageError):
+        convert([str(mixed / "rl_lift_cube.hdf5")], out, config=CONFIG)
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_cli_entry_points(mixed, tmp_path, how):
+    cmd = [sys.executable, "l3/convert.py"] if how == "script" else [sys.executable, "-m", "l3.convert"]
+    out = tmp_path / "ds"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([*cmd, str(mixed / "rl_lift_cube.hdf5"), "--config", str(CONFIG), "-o", str(out)],
+                       cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "rl " in r.stderr and "total" in r.stderr  # summary table
+    r = subprocess.run([sys.executable, "-m", "l3.validate", str(out)], cwd=REPO, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("ok")
