@@ -1,0 +1,67 @@
+"""Our output loads in LeRobot's own LeRobotDataset and converts with LeRobot's v2.1 -> v3.0 converter.
+
+Each LeRobot version runs in its own venv built (once, cached outside the repo) by
+scripts/setup_lerobot.sh; a venv that cannot be built is a test failure, never a skip.
+The first build downloads torch (several GB) and takes minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from l3_fixtures import camera_config, make_l2_file
+
+from l3.convert import convert
+
+pytestmark = pytest.mark.lerobot
+
+REPO = Path(__file__).resolve().parent.parent
+PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
+
+
+def lerobot_python(flavour: str) -> str:
+    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), flavour], capture_output=True, text=True,
+                       timeout=3600)
+    assert r.returncode == 0, f"scripts/setup_lerobot.sh {flavour} failed:\n{r.stderr[-4000:]}"
+    return r.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("lr")
+    files = [make_l2_file(d / "scripted_lift_cube.hdf5", 3, seed=1, failed=(1,), camera=True),
+             make_l2_file(d / "rl_lift_cube.hdf5", 2, seed=2, camera=True),
+             make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=3, camera=True, legacy=True)]
+    out = d / "ds"
+    convert([str(f) for f in files], out, config=camera_config(d, REPO / "config/lift_cube.yaml"),
+            success_only=False, log=lambda m: None)
+    return out
+
+
+def run_probe(python: str, mode: str, root: Path, tmp: Path) -> dict:
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "HF_LEROBOT_HOME": str(tmp / "lerobot_home"), "PYTHONPATH": ""}
+    r = subprocess.run([python, str(PROBE), mode, str(root)], capture_output=True, text=True, env=env,
+                       timeout=900, cwd=tmp)
+    assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_loads_in_lerobot_v21(dataset, tmp_path):
+    info = json.loads((dataset / "meta/info.json").read_text())
+    got = run_probe(lerobot_python("v21"), "load", dataset, tmp_path)
+    assert got["episodes"] == info["total_episodes"] == 6
+    assert got["frames"] == got["frames_read"] == info["total_frames"]
+    assert got["cameras"] == ["observation.images.front"]
+    assert got["tasks"] == ["Pick up the cube and lift it."]
+
+
+def test_converts_to_lerobot_v30(dataset, tmp_path):
+    info = json.loads((dataset / "meta/info.json").read_text())
+    got = run_probe(lerobot_python("v30"), "v30", dataset, tmp_path)
+    assert got["codebase_version"] == "v3.0"
+    assert got["frames_read"] == info["total_frames"]
