@@ -1,0 +1,1 @@
+"""Robot assets: the offline Franka Panda (built from a PyPI package) and its articulation cfg."""

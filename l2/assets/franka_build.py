@@ -1,0 +1,128 @@
+"""Build a Franka Panda USD offline from the Panda MJCF shipped in ``gymnasium-robotics``.
+
+NVIDIA's Nucleus assets are unreachable on offline/CPU machines. gymnasium-robotics (Apache-2.0)
+ships a Panda MJCF with meshes; we rename its joints/bodies to Isaac Lab's names
+(``panda_joint1..7``, ``panda_finger_joint1/2``, ``panda_link0..7``, ``panda_leftfinger``...),
+drop its actuators (Isaac Lab drives the joints) and convert it with ``mujoco-usd-converter``.
+The result lives in a cache folder outside git (``$L2L3_CACHE/assets/...``) and is rebuilt when
+missing. Needs no simulator: ``python -m l2.assets.franka_build [--force]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BUILD_RECIPE_VERSION = "1"
+"""Bump when the recipe below changes so cached USDs are rebuilt."""
+
+MJCF_PACKAGE = "gymnasium_robotics"
+MJCF_SUBDIR = ("envs", "assets", "kitchen_franka", "franka_assets")
+USD_NAME = "panda.usdc"
+
+# The wrapper scene: the MJCF's own asset/default block and kinematic chain, nothing else.
+WRAPPER_MJCF = """<mujoco model="panda">
+  <include file="franka_assets/assets.xml"/>
+  <worldbody>
+    <include file="franka_assets/chain.xml"/>
+  </worldbody>
+</mujoco>
+"""
+# Longest prefix first: joints are "robot:panda0_jointN", bodies "panda0_linkN".
+RENAMES = (("robot:panda0_", "panda_"), ("panda0_", "panda_"))
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("L2L3_CACHE", Path.home() / ".cache" / "l2l3"))
+
+
+def _mjcf_dir() -> Path:
+    spec = importlib.util.find_spec(MJCF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"{MJCF_PACKAGE} is not installed; run scripts/setup.sh "
+            "(or: pip install --no-deps gymnasium-robotics==1.4.2)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))).joinpath(*MJCF_SUBDIR)
+
+
+def _recipe_key() -> str:
+    versions = [importlib.metadata.version(p) for p in ("gymnasium-robotics", "mujoco-usd-converter")]
+    return hashlib.sha256("|".join([BUILD_RECIPE_VERSION, *versions]).encode()).hexdigest()[:12]
+
+
+def franka_usd_path() -> Path:
+    """Where the built USD lives for the installed package versions (it may not exist yet)."""
+    override = os.environ.get("L2L3_FRANKA_USD")
+    if override:
+        return Path(override)
+    return cache_root() / "assets" / f"franka_panda_{_recipe_key()}" / USD_NAME
+
+
+def build_franka_usd(out_usd: Path) -> Path:
+    """Convert the renamed MJCF to ``out_usd`` atomically (build in a temp dir, then rename)."""
+    src = _mjcf_dir()
+    out_dir = out_usd.parent
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".franka_build_") as tmp:
+        tmp = Path(tmp)
+        mjcf = tmp / "mjcf"
+        shutil.copytree(src, mjcf / "franka_assets", ignore=shutil.ignore_patterns("actuator.xml", "*config.xml"))
+        for name in ("assets.xml", "chain.xml"):
+            path = mjcf / "franka_assets" / name
+            text = path.read_text()
+            for old, new in RENAMES:
+                text = text.replace(old, new)
+            path.write_text(text)
+        (mjcf / "panda.xml").write_text(WRAPPER_MJCF)
+        usd_dir = tmp / "usd"
+        cmd = [
+            sys.executable, "-m", "mujoco_usd_converter", "--no-layer-structure", "--no-physics-scene",
+            str(mjcf / "panda.xml"), str(usd_dir),
+        ]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        built = usd_dir / USD_NAME
+        if result.returncode != 0 or not built.exists():
+            raise RuntimeError(f"mujoco_usd_converter failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        usd_dir.rename(out_dir)
+    return out_usd
+
+
+def ensure_franka_usd(force: bool = False) -> Path:
+    """Path of the offline Franka USD, building it first when missing (about 1 s)."""
+    path = franka_usd_path()
+    if force or not path.exists():
+        if os.environ.get("L2L3_FRANKA_USD"):
+            raise FileNotFoundError(f"L2L3_FRANKA_USD points to a missing file: {path}")
+        build_franka_usd(path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Prints the USD path.")
+    parser.add_argument("--force", action="store_true", help="rebuild even when the cached USD exists")
+    parser.add_argument("--quiet", action="store_true", help="print nothing when the USD is already cached")
+    args = parser.parse_args(argv)
+    existed = franka_usd_path().exists()
+    try:
+        path = ensure_franka_usd(force=args.force)
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not (args.quiet and existed and not args.force):
+        print(f"franka USD: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Command-line pieces shared by the demonstration runners (scripted, RL, teleop)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from l2.recording import OnExists
+
+
+def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num_demos: int) -> None:
+    group = parser.add_argument_group("dataset")
+    group.add_argument("--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)")
+    group.add_argument("--output", default=default_output, help="HDF5 file to write (default: %(default)s)")
+    group.add_argument(
+        "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"
+    )
+    exists = group.add_mutually_exclusive_group()
+    exists.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    exists.add_argument("--append", action="store_true", help="add demos to an existing output file")
+
+
+def on_exists(args: argparse.Namespace) -> OnExists:
+    return "overwrite" if args.overwrite else "append" if args.append else "refuse"
+
+
+def print_summary(rows: list[tuple[str, object]]) -> None:
+    """Aligned ``key: value`` block at the end of a run."""
+    width = max(len(k) for k, _ in rows)
+    print("\n" + "\n".join(f"  {k:<{width}}  {v}" for k, v in rows), flush=True)
+
+
+def validator_verdict(path: Path) -> tuple[bool, str]:
+    """Run ``l2.validate`` on a written file: (ok, one-line verdict)."""
+    from l2.validate import validate_file
+
+    report = validate_file(path)
+    if report.ok:
+        return True, "valid (python -m l2.validate)"
+    return False, f"INVALID: {len(report.violations)} violation(s), first: {report.violations[0]}"
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)

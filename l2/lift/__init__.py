@@ -1,0 +1,19 @@
+"""Lift-cube task package: gym registration of the base task (cfgs import Isaac Lab lazily)."""
+
+import gymnasium as gym
+
+TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
+
+gym.register(
+    id=TASK_ID,
+    entry_point="isaaclab.envs:ManagerBasedRLEnv",
+    kwargs={"env_cfg_entry_point": f"{__name__}.lift_env_cfg:LiftCubeEnvCfg"},
+    disable_env_checker=True,
+)
+
+gym.register(
+    id=f"{TASK_ID}-Scripted",
+    entry_point="isaaclab.envs:ManagerBasedRLEnv",
+    kwargs={"env_cfg_entry_point": "l2.scripted.env_cfg:ScriptedLiftCubeEnvCfg"},
+    disable_env_checker=True,
+)

@@ -1,0 +1,157 @@
+"""The lift-cube base task: every demonstration source derives its cfg from :class:`LiftCubeEnvCfg`.
+
+It reuses Isaac Lab's lift MDP (``isaaclab_tasks.contrib.lift``: commands, rewards, object reset) and
+changes what our data needs: the offline Franka on a ground plane, a 4 cm primitive cube, an
+IK-absolute arm action + binary gripper, a policy group that keeps its terms separate, a ``success``
+termination that Isaac Lab's RecorderManager reads, and Newton physics by default.
+"""
+
+from __future__ import annotations
+
+import isaaclab.sim as sim_utils
+from isaaclab.assets import ArticulationCfg, AssetBaseCfg, RigidObjectCfg
+from isaaclab.controllers.differential_ik_cfg import DifferentialIKControllerCfg
+from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+from isaaclab.managers import ObservationGroupCfg as ObsGroup
+from isaaclab.managers import ObservationTermCfg as ObsTerm
+from isaaclab.managers import SceneEntityCfg
+from isaaclab.managers import TerminationTermCfg as DoneTerm
+from isaaclab.physics import PhysxAutoCfg
+from isaaclab.sensors import FrameTransformerCfg
+from isaaclab.sensors.frame_transformer.frame_transformer_cfg import OffsetCfg
+from isaaclab.utils import configclass
+from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
+from isaaclab_physx.physics import PhysxCfg
+from isaaclab_tasks.contrib.lift.lift_env_cfg import LiftEnvCfg, ObjectTableSceneCfg, TerminationsCfg
+from isaaclab_tasks.utils import PresetCfg
+
+from l2.assets.franka import EE_BODY, EE_OFFSET_POS, EE_OFFSET_ROT, EE_PRIM_REGEX, ROOT_PRIM_REGEX, FrankaCfg
+from l2.lift import mdp
+
+CUBE_SIZE = 0.04
+CUBE_START = (0.5, 0.0, CUBE_SIZE / 2)
+CUBE_POSE_RANGE = {"x": (-0.05, 0.05), "y": (-0.1, 0.1), "z": (0.0, 0.0), "yaw": (-0.785, 0.785)}
+"""Reset randomization of the cube around :data:`CUBE_START` (m, rad)."""
+SUCCESS_HEIGHT = 0.10
+
+
+@configclass
+class LiftPhysicsCfg(PresetCfg):
+    """Physics presets: Newton/MuJoCo-Warp (default, runs kit-less on CPU or CUDA) or ``physics=physx``."""
+
+    newton_mjwarp: NewtonCfg = NewtonCfg(
+        # implicitfast + armature keep the arm stable; elliptic cones and impratio hold the cube in the grasp.
+        solver_cfg=MJWarpSolverCfg(integrator="implicitfast", njmax=300, nconmax=100, cone="elliptic", impratio=10.0),
+        use_cuda_graph=True,  # ignored on CPU (queries run eagerly there)
+    )
+    isaacsim_physx: PhysxCfg = PhysxCfg(
+        bounce_threshold_velocity=0.01,
+        gpu_found_lost_aggregate_pairs_capacity=1024 * 1024 * 4,
+        gpu_total_aggregate_pairs_capacity=16 * 1024,
+        friction_correlation_distance=0.00625,
+    )
+    physx: PhysxAutoCfg = PhysxAutoCfg(isaacsim_physx=isaacsim_physx)
+    default: NewtonCfg = newton_mjwarp
+
+
+@configclass
+class LiftCubeSceneCfg(ObjectTableSceneCfg):
+    """Franka on a ground plane (no Nucleus table), a 4 cm cube, an end-effector frame between the fingers."""
+
+    robot: ArticulationCfg = FrankaCfg()
+    table = None
+    plane = AssetBaseCfg(
+        prim_path="/World/GroundPlane",
+        init_state=AssetBaseCfg.InitialStateCfg(pos=(0.0, 0.0, -0.05)),
+        spawn=sim_utils.CuboidCfg(size=(100.0, 100.0, 0.1), collision_props=sim_utils.UsdPhysicsCollisionCfg()),
+    )
+    object = RigidObjectCfg(
+        prim_path="{ENV_REGEX_NS}/Object",
+        init_state=RigidObjectCfg.InitialStateCfg(pos=CUBE_START),
+        spawn=sim_utils.CuboidCfg(
+            size=(CUBE_SIZE,) * 3,
+            rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
+            mass_props=sim_utils.MassPropertiesCfg(mass=0.05),
+            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+            physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
+            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.8, 0.1, 0.1)),
+        ),
+    )
+    ee_frame = FrameTransformerCfg(
+        prim_path=ROOT_PRIM_REGEX,
+        debug_vis=False,
+        target_frames=[
+            FrameTransformerCfg.FrameCfg(
+                prim_path=EE_PRIM_REGEX, name="end_effector", offset=OffsetCfg(pos=EE_OFFSET_POS, rot=EE_OFFSET_ROT)
+            )
+        ],
+    )
+
+
+@configclass
+class ActionsCfg:
+    """IK-absolute end-effector pose ``(x, y, z, qx, qy, qz, qw)`` in the robot root frame + binary gripper."""
+
+    arm_action = DifferentialInverseKinematicsActionCfg(
+        asset_name="robot",
+        joint_names=["panda_joint.*"],
+        body_name=EE_BODY,
+        controller=DifferentialIKControllerCfg(command_type="pose", use_relative_mode=False, ik_method="dls"),
+        body_offset=DifferentialInverseKinematicsActionCfg.OffsetCfg(pos=EE_OFFSET_POS, rot=EE_OFFSET_ROT),
+    )
+    gripper_action = mdp.BinaryJointPositionActionCfg(
+        asset_name="robot",
+        joint_names=["panda_finger.*"],
+        open_command_expr={"panda_finger_.*": 0.04},
+        close_command_expr={"panda_finger_.*": 0.0},
+    )
+
+
+@configclass
+class ObservationsCfg:
+    """One ``policy`` group whose terms stay separate, so each is written as ``obs/<term>``."""
+
+    @configclass
+    class PolicyCfg(ObsGroup):
+        joint_pos = ObsTerm(func=mdp.joint_pos)  # absolute joint positions (rad, m for fingers)
+        joint_vel = ObsTerm(func=mdp.joint_vel)
+        object_position = ObsTerm(func=mdp.object_position_in_robot_root_frame)
+        target_object_position = ObsTerm(func=mdp.generated_commands, params={"command_name": "object_pose"})
+        actions = ObsTerm(func=mdp.last_action)
+
+        def __post_init__(self):
+            self.enable_corruption = False
+            self.concatenate_terms = False
+
+    policy: PolicyCfg = PolicyCfg()
+
+
+@configclass
+class LiftCubeTerminationsCfg(TerminationsCfg):
+    """Isaac Lab's time-out and cube-dropping terms plus ``success`` (its name is what the recorder reads)."""
+
+    success = DoneTerm(
+        func=mdp.cube_lifted_and_held,
+        params={"minimal_height": SUCCESS_HEIGHT, "max_ee_distance": 0.04, "object_cfg": SceneEntityCfg("object")},
+    )
+
+
+@configclass
+class LiftCubeEnvCfg(LiftEnvCfg):
+    """Base lift-cube task (IK-absolute Franka, Newton by default)."""
+
+    scene: LiftCubeSceneCfg = LiftCubeSceneCfg(num_envs=16, env_spacing=2.0)
+    observations: ObservationsCfg = ObservationsCfg()
+    actions: ActionsCfg = ActionsCfg()
+    terminations: LiftCubeTerminationsCfg = LiftCubeTerminationsCfg()
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.sim.physics = LiftPhysicsCfg()
+        self.sim.dt = 0.005
+        self.decimation = 4  # 50 Hz control
+        self.sim.render_interval = self.decimation
+        self.commands.object_pose.body_name = EE_BODY
+        self.commands.object_pose.debug_vis = False
+        self.events.reset_object_position.params["pose_range"] = dict(CUBE_POSE_RANGE)
+        self.events.reset_object_position.params["asset_cfg"] = SceneEntityCfg("object")

@@ -1,0 +1,67 @@
+"""Names and constants of the L2 HDF5 schema (``shared/spec/l2-hdf5-schema.md``).
+
+The layout is the one Isaac Lab's ``HDF5DatasetFileHandler`` writes; everything that reads or
+writes our files takes its names from here.
+"""
+
+from __future__ import annotations
+
+import re
+
+FORMAT_VERSION = 1
+"""``format_version`` root attr: 1 = quaternions XYZW (scalar last); 0 or missing = legacy WXYZ."""
+
+ATTR_FORMAT_VERSION = "format_version"
+DATA_GROUP = "data"
+LEGACY_EPISODES_GROUP = "episodes"
+ATTR_TOTAL = "total"
+ATTR_ENV_ARGS = "env_args"
+ENV_ARGS_TYPE = 2
+"""robomimic's gym-env marker written in ``env_args["type"]``."""
+
+DEMO_PREFIX = "demo_"
+DEMO_NAME_RE = re.compile(r"^demo_(0|[1-9][0-9]*)$")
+ATTR_NUM_SAMPLES = "num_samples"
+ATTR_SEED = "seed"
+ATTR_SUCCESS = "success"
+
+ACTIONS = "actions"
+OBS = "obs"
+
+# lift_cube action layout: IK-absolute end-effector pose in the robot root frame + binary gripper.
+LIFT_ACTION_DIM = 8
+EE_POS_SLICE = slice(0, 3)
+EE_QUAT_SLICE = slice(3, 7)  # qx, qy, qz, qw
+GRIPPER_SLICE = slice(7, 8)  # < 0 closes
+QUAT_NORM_TOL = 1e-3
+
+# Observation terms every lift_cube source records (policy group, concatenate_terms=False).
+LIFT_OBS_TERMS = ("joint_pos", "joint_vel", "object_position", "target_object_position", "actions")
+
+SOURCES = ("scripted", "rl", "teleop")
+UNKNOWN_SOURCE = "unknown"
+
+
+def demo_name(index: int) -> str:
+    """``data/demo_<index>`` group name."""
+    return f"{DEMO_PREFIX}{index}"
+
+
+def demo_index(name: str) -> int | None:
+    """Episode index of a ``demo_<i>`` group name, or None when the name does not follow the schema."""
+    m = DEMO_NAME_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def sorted_demo_names(names) -> list[str]:
+    """Demo group names in numeric order (h5py lists them lexicographically: demo_10 before demo_2)."""
+    return sorted((n for n in names if demo_index(n) is not None), key=demo_index)
+
+
+def source_from_filename(filename: str) -> str:
+    """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``; else ``unknown``."""
+    base = filename.rsplit("/", 1)[-1]
+    for source in SOURCES:
+        if base.startswith(source + "_"):
+            return source
+    return UNKNOWN_SOURCE

@@ -1,0 +1,126 @@
+"""Vectorized pick-and-lift state machine emitting IK-absolute actions for the lift-cube task.
+
+Every env has its own state and timer in torch tensors on the env's device; one call computes the
+actions of all envs at once (no Python loop over envs). Poses are in the robot root frame and
+quaternions are scalar-last (x, y, z, w), like the task's action.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from isaaclab.utils.math import quat_from_angle_axis, quat_mul, wrap_to_pi, yaw_quat, euler_xyz_from_quat
+
+GRIPPER_OPEN = 1.0
+GRIPPER_CLOSE = -1.0
+TOP_DOWN = (1.0, 0.0, 0.0, 0.0)
+"""End-effector pointing down (180 deg about x), fingers closing along the base's y axis."""
+
+
+class PickState(enum.IntEnum):
+    REST = 0
+    APPROACH = 1
+    DESCEND = 2
+    GRASP = 3
+    LIFT = 4
+    HOLD = 5
+
+
+@dataclass
+class PickAndLiftCfg:
+    """Timings (s) and thresholds (m) of the state machine."""
+
+    dt: float = 0.02
+    """Control period of the env (sim dt x decimation)."""
+    rest_time: float = 0.1
+    approach_height: float = 0.10
+    """Height above the cube's centre before descending."""
+    grasp_height: float = 0.0
+    """End-effector (between the finger pads) height relative to the cube's centre when closing."""
+    lift_height: float = 0.20
+    """Target height of the end effector above the robot base while lifting."""
+    position_threshold: float = 0.01
+    approach_timeout: float = 2.0
+    descend_timeout: float = 1.5
+    grasp_time: float = 0.4
+    lift_timeout: float = 2.0
+
+
+class PickAndLiftStateMachine:
+    """Per-env states REST -> APPROACH -> DESCEND -> GRASP -> LIFT -> HOLD (held until the env resets)."""
+
+    def __init__(self, num_envs: int, device: str | torch.device, cfg: PickAndLiftCfg | None = None):
+        self.cfg = cfg or PickAndLiftCfg()
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.state = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.time_in_state = torch.zeros(num_envs, device=self.device)
+        self.grasp_pose = torch.zeros(num_envs, 7, device=self.device)
+        """End-effector pose latched when closing the gripper (the lift keeps its x, y and orientation)."""
+        self._top_down = torch.tensor(TOP_DOWN, device=self.device).expand(num_envs, 4)
+        self._z_axis = torch.tensor((0.0, 0.0, 1.0), device=self.device).expand(num_envs, 3)
+
+    def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:
+        """Restart the given envs (all when None) from REST; other envs are untouched."""
+        ids = slice(None) if env_ids is None else torch.as_tensor(env_ids, device=self.device, dtype=torch.long)
+        self.state[ids] = PickState.REST
+        self.time_in_state[ids] = 0.0
+        self.grasp_pose[ids] = 0.0
+
+    def grasp_orientation(self, cube_quat: torch.Tensor) -> torch.Tensor:
+        """Top-down orientation whose yaw follows the cube's, folded into [-45, 45] deg (the cube is square)."""
+        yaw = euler_xyz_from_quat(yaw_quat(cube_quat))[2]
+        yaw = wrap_to_pi(yaw)
+        yaw = torch.remainder(yaw + math.pi / 4, math.pi / 2) - math.pi / 4
+        return quat_mul(quat_from_angle_axis(yaw, self._z_axis), self._top_down)
+
+    def compute(
+        self, ee_pos: torch.Tensor, cube_pos: torch.Tensor, cube_quat: torch.Tensor
+    ) -> torch.Tensor:
+        """Advance every env by one control step and return actions ``(num_envs, 8)``.
+
+        Args:
+            ee_pos: end-effector position (between the finger pads), robot root frame, ``(N, 3)``.
+            cube_pos: cube centre, robot root frame, ``(N, 3)``.
+            cube_quat: cube orientation (x, y, z, w), robot root frame, ``(N, 4)``.
+        """
+        cfg = self.cfg
+        s = self.state
+        self.time_in_state += cfg.dt
+
+        above = cube_pos.clone()
+        above[:, 2] += cfg.approach_height
+        at_grasp = cube_pos.clone()
+        at_grasp[:, 2] += cfg.grasp_height
+        grasp_quat = self.grasp_orientation(cube_quat)
+
+        # Transitions (decided on the previous target, so the emitted action follows the new state).
+        reached_above = torch.linalg.vector_norm(ee_pos - above, dim=-1) < cfg.position_threshold
+        reached_grasp = torch.linalg.vector_norm(ee_pos - at_grasp, dim=-1) < cfg.position_threshold
+        t = self.time_in_state
+        advance = torch.zeros_like(s, dtype=torch.bool)
+        advance |= (s == PickState.REST) & (t >= cfg.rest_time)
+        advance |= (s == PickState.APPROACH) & (reached_above | (t >= cfg.approach_timeout))
+        advance |= (s == PickState.DESCEND) & (reached_grasp | (t >= cfg.descend_timeout))
+        advance |= (s == PickState.GRASP) & (t >= cfg.grasp_time)
+        advance |= (s == PickState.LIFT) & (t >= cfg.lift_timeout)
+        entering_grasp = advance & (s == PickState.DESCEND)
+        self.grasp_pose[entering_grasp] = torch.cat([at_grasp, grasp_quat], dim=-1)[entering_grasp]
+        self.state = torch.where(advance, torch.clamp(s + 1, max=PickState.HOLD), s)
+        self.time_in_state = torch.where(advance, torch.zeros_like(t), t)
+        s = self.state
+
+        # Targets per state.
+        pos = torch.where((s <= PickState.APPROACH).unsqueeze(-1), above, at_grasp)
+        quat = grasp_quat.clone()
+        latched = s >= PickState.GRASP
+        pos = torch.where(latched.unsqueeze(-1), self.grasp_pose[:, :3], pos)
+        quat = torch.where(latched.unsqueeze(-1), self.grasp_pose[:, 3:], quat)
+        lifting = s >= PickState.LIFT
+        pos[:, 2] = torch.where(lifting, torch.full_like(pos[:, 2], cfg.lift_height), pos[:, 2])
+        gripper = torch.where(latched, GRIPPER_CLOSE, GRIPPER_OPEN).to(pos.dtype).unsqueeze(-1)
+        return torch.cat([pos, quat, gripper], dim=-1)

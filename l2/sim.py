@@ -1,0 +1,61 @@
+"""Building lift-cube envs the same way for every source: task cfg, device, presets, offline asset."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from isaaclab.envs import ManagerBasedRLEnv, ManagerBasedRLEnvCfg
+
+DEFAULT_TASK = "L2-Lift-Cube-Franka-IK-Abs"
+
+
+def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str = DEFAULT_TASK) -> None:
+    """Isaac Lab's usual flags, plus Hydra-style ``key=value`` overrides (e.g. ``physics=physx``)."""
+    group = parser.add_argument_group("simulation")
+    group.add_argument("--task", default=task, help="gym id of the task (default: %(default)s)")
+    group.add_argument("--num_envs", type=int, default=num_envs, help="parallel envs (default: %(default)s)")
+    group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    group.add_argument("--seed", type=int, default=42, help="env seed, recorded on every episode (default: %(default)s)")
+    group.add_argument(
+        "--headless", action="store_true", default=True, help="no viewer (always on kit-less; kept for Isaac Lab's CLI)"
+    )
+    group.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Isaac Lab cfg overrides and presets, e.g. physics=physx, presets=franka_nucleus, env.episode_length_s=8",
+    )
+
+
+def load_env_cfg(
+    task: str, device: str, num_envs: int, seed: int | None, overrides: Sequence[str] = ()
+) -> ManagerBasedRLEnvCfg:
+    """Parse the registered cfg with presets/overrides applied and make sure its robot asset exists."""
+    import l2.lift  # noqa: F401  (registers the gym ids)
+    from isaaclab_tasks.utils import parse_env_cfg
+
+    from l2.assets.franka_build import ensure_franka_usd, franka_usd_path
+
+    env_cfg = parse_env_cfg(task, device=device, num_envs=num_envs, overrides=list(overrides))
+    env_cfg.seed = seed
+    if getattr(env_cfg.scene.robot.spawn, "usd_path", None) == str(franka_usd_path()):
+        ensure_franka_usd()
+    return env_cfg
+
+
+@contextlib.contextmanager
+def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str) -> Iterator[ManagerBasedRLEnv]:
+    """Launch the runtime the cfg needs (nothing of Kit for Newton) and yield the unwrapped env."""
+    import gymnasium as gym
+    from isaaclab.app import launch_simulation
+
+    with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device}):
+        env = gym.make(task, cfg=env_cfg).unwrapped
+        try:
+            yield env
+        finally:
+            env.close()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Idempotent set-up shared by the README commands and CI:
+#   1. .venv/ (Python 3.12) with the project and its [sim,test] extras (Isaac Lab 3.0),
+#   2. the offline Franka Panda USD in the asset cache,
+#   3. Warp/MuJoCo-Warp CPU kernels compiled once (~/.cache/warp).
+# Each step is skipped when its result is already there. Source it or run it.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/.venv"
+export L2L3_CACHE="${L2L3_CACHE:-$HOME/.cache/l2l3}"
+# The offline Franka is built from the Panda MJCF in this PyPI package (installed without its deps).
+GYM_ROBOTICS_PIN="gymnasium-robotics==1.4.2"
+
+find_python312() {
+  local c
+  for c in "${PYTHON312:-}" python3.12 "$(pyenv root 2>/dev/null)/versions/"3.12*/bin/python3.12; do
+    [ -n "$c" ] || continue
+    if "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+      command -v "$c" || echo "$c"
+      return 0
+    fi
+  done
+  echo "setup: Python 3.12 not found (Isaac Lab 3.0 needs it); set PYTHON312=/path/to/python3.12" >&2
+  return 1
+}
+
+# Hash of everything that decides what is installed in the venv (not the project's own code).
+deps_hash() {
+  cat "$REPO/pyproject.toml" <(echo "$GYM_ROBOTICS_PIN") | sha256sum | cut -c1-16
+}
+
+ensure_venv() {
+  local want marker="$VENV/.l2l3-deps"
+  want="$(deps_hash)"
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$marker" 2>/dev/null)" = "$want" ]; then
+    # The venv may be a cached one first made for another clone: point the editable install here.
+    if ! "$VENV/bin/python" -c "import l2, sys; sys.exit(not l2.__file__.startswith('$REPO/'))" 2>/dev/null; then
+      "$VENV/bin/pip" install -q --no-deps -e "$REPO"
+    fi
+    return 0
+  fi
+  local py; py="$(find_python312)"
+  echo "setup: creating $VENV with $("$py" -V) and installing Isaac Lab 3.0 (about 8 GB, 5-10 min on a fresh machine)"
+  rm -rf "$VENV"/* "$VENV"/.[!.]* 2>/dev/null || true
+  "$py" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -e "$REPO[sim,test]"
+  "$VENV/bin/pip" install -q --no-deps "$GYM_ROBOTICS_PIN"
+  echo "$want" > "$marker"
+}
+
+ensure_assets() {
+  "$VENV/bin/python" -m l2.assets.franka_build --quiet
+}
+
+ensure_warp_kernels() {
+  "$VENV/bin/python" -m l2.warmup --quiet
+}
+
+ensure_venv
+ensure_assets
+ensure_warp_kernels
