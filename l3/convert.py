@@ -32,7 +32,8 @@ from l2.schema import source_from_filename  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, infer_mapping, load_mapping, with_names  # noqa: E402
-from l3.readers.l2_hdf5 import EpisodeRef, FileScan, describe, quaternion_notice, read_episode, scan_file  # noqa: E402
+from l3.readers.l2_hdf5 import (  # noqa: E402
+    EpisodeRef, FileScan, close_cached, describe, quaternion_notice, read_episode, scan_file)
 from l3.writer import INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, float_ranges, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -149,7 +150,7 @@ def _check(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None, tuple | None
 
 def _write(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     ref, job = item
-    ep = read_episode(ref, _W["mapping"], _W["dims"], task=job.tasks[0] if job.tasks else "")
+    ep = read_episode(ref, _W["mapping"], _W["dims"], task=job.tasks[0] if job.tasks else "", check=False)
     return write_episode(_W["root"], _W["layout"], ep, job, _W["ranges"])
 
 
@@ -175,6 +176,7 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
                     yield r
                     bar.update()
     finally:
+        close_cached()
         bar.close()
 
 

@@ -74,6 +74,37 @@ def _open(file: str) -> h5py.File:
         raise InputError(file, "/", f"cannot open as HDF5, truncated or corrupt? ({first})") from None
 
 
+_CACHE: dict[str, h5py.File] = {}
+
+
+class _Cached:
+    """Context manager over a per-process cache of one open file (episodes come file by file)."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def __enter__(self) -> h5py.File:
+        f = _CACHE.get(self.file)
+        if f is None or not f.id.valid:
+            close_cached()
+            f = _CACHE[self.file] = _open(self.file)
+        return f
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            close_cached()
+
+
+def close_cached() -> None:
+    """Close the file kept open by :func:`read_episode` (call when a conversion ends)."""
+    for f in _CACHE.values():
+        try:
+            f.close()
+        except Exception:  # noqa: BLE001 - closing a broken file must not raise
+            pass
+    _CACHE.clear()
+
+
 def _attr_text(v) -> str:
     if isinstance(v, bytes | np.bytes_):
         return v.decode("utf-8", "replace")
@@ -178,20 +209,22 @@ def _check_finite(file: str, path: str, a: np.ndarray) -> None:
 
 
 def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
-                 task: str | None = None, check_frames: bool = False) -> Episode:
+                 task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
     """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
 
-    Raises InputError naming the file and HDF5 path of the first problem. With ``check_frames``
+    Raises InputError naming the file and HDF5 path of the first problem. ``check=False`` skips
+    the per-row checks (finite values, every term's length, the L2 schema validator) for an episode
+    that already passed them in the check pass. With ``check_frames``
     all camera frames are read once (to prove they are readable) before returning.
     """
     file = ref.file
-    with _open(file) as f:
+    with _Cached(file) as f:
         try:
             if ref.group not in f:
                 raise InputError(file, ref.group, "missing episode group")
             g = f[ref.group]
             T = ref.length
-            for term in _time_terms(g):
+            for term in _time_terms(g) if check else ():
                 n = g[term].shape[0] if g[term].shape else 0
                 if n != T:
                     other = "" if term == schema.ACTIONS else f" (actions has {_len(g, schema.ACTIONS)})"
@@ -215,7 +248,8 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                 a = ds[()]
                 if a.dtype != np.float32:
                     a = a.astype(np.float32)
-                _check_finite(file, path, a)
+                if check:
+                    _check_finite(file, path, a)
                 arrays[s.source] = a
             cameras: dict[str, H5Frames] = {}
             for c in mapping.cameras:
@@ -232,7 +266,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                     raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
                                      "in the first episode")
                 cameras[c.key] = H5Frames(file, path, tuple(ds.shape))
-            if _l2_validate_episode is not None:
+            if check and _l2_validate_episode is not None:
                 violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
                 if violations:
                     v = violations[0]

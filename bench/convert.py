@@ -1,0 +1,263 @@
+"""L3 conversion benchmark: ratios against LeRobot, bare pyarrow and the ffmpeg CLI, side by side.
+
+    python bench/convert.py                      # defaults sized for a 2-core machine (~2-4 min)
+    python bench/convert.py --episodes 100 --length 250 --lerobot-episodes 20 --json out.json
+
+Measures (all on synthetic lift-cube L2 files written to a temp folder):
+  state   frames/s of `l3.convert` (state only, 1 worker) vs LeRobot 0.3.x writing the same episodes
+          through LeRobotDataset.create/add_frame/save_episode (its own venv, scripts/setup_lerobot.sh),
+          and vs a bare pyarrow write of the same rows (the limit).
+  video   encode frames/s of l3.video (PyAV) vs the ffmpeg CLI with libx264 on the same frames and
+          the same encoder settings (ffmpeg from PATH, else the one imageio-ffmpeg ships in the
+          LeRobot venv).
+  memory  peak RSS of a converter process for 1 vs N episodes with a camera.
+  workers speed-up of --workers 2 over --workers 1 (camera episodes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from l3.mapping import VideoOptions, load_mapping  # noqa: E402
+
+CONFIG = REPO / "config" / "lift_cube.yaml"
+
+
+def make_files(d: Path, episodes: int, length: int, camera: bool, files: int = 2) -> list[str]:
+    from l3_fixtures import make_demo, write_l2
+
+    rng = np.random.default_rng(0)
+    out = []
+    per = [episodes // files + (i < episodes % files) for i in range(files)]
+    for k, n in enumerate(p for p in per if p):
+        demos = [make_demo(rng, length, camera=camera) for _ in range(n)]
+        out.append(str(write_l2(d / f"{['scripted', 'rl'][k % 2]}_{k}.hdf5", demos)))
+    return out
+
+
+def cam_config(d: Path) -> Path:
+    from l3_fixtures import camera_config
+
+    return camera_config(d, CONFIG)
+
+
+def timed_convert(files: list[str], out: Path, config: Path, workers: int = 1) -> float:
+    from l3.convert import convert
+
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    convert(files, out, config=config, workers=workers, log=lambda m: None)
+    return time.perf_counter() - t
+
+
+def bare_pyarrow(root: Path, dst: Path) -> float:
+    """Write the same rows (already in memory) with nothing but pyarrow: the throughput limit."""
+    tables = [pq.read_table(p) for p in sorted(root.glob("data/*/*.parquet"))]
+    dst.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    for i, tab in enumerate(tables):
+        pq.write_table(tab, dst / f"episode_{i:06d}.parquet", compression="snappy")
+    return time.perf_counter() - t
+
+
+LEROBOT_WRITER = textwrap.dedent("""
+    import json, sys, time, numpy as np
+    from pathlib import Path
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    src, root, fps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    meta = json.loads((src / "meta.json").read_text())
+    features = {"observation.state": {"dtype": "float32", "shape": (meta["state_dim"],), "names": None},
+                "action": {"dtype": "float32", "shape": (meta["action_dim"],), "names": None}}
+    eps = [np.load(src / f"ep{i}.npz") for i in range(meta["episodes"])]
+    t = time.perf_counter()
+    ds = LeRobotDataset.create("bench/lerobot", fps, features, root=root, robot_type="franka_panda",
+                               use_videos=False)
+    frames = 0
+    for e in eps:
+        s, a = e["state"], e["action"]
+        for i in range(len(s)):
+            ds.add_frame({"observation.state": s[i], "action": a[i]}, task="Pick up the cube and lift it.")
+        ds.save_episode()
+        frames += len(s)
+    print(json.dumps({"seconds": time.perf_counter() - t, "frames": frames}))
+""")
+
+
+def lerobot_write(root: Path, work: Path, episodes: int, fps: int) -> dict | None:
+    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), "v21"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"(LeRobot venv unavailable: {r.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
+        return None
+    python = r.stdout.strip().splitlines()[-1]
+    src = work / "lerobot_src"
+    src.mkdir(parents=True, exist_ok=True)
+    paths = sorted(root.glob("data/*/*.parquet"))[:episodes]
+    dims = None
+    for i, p in enumerate(paths):
+        t = pq.read_table(p, columns=["observation.state", "action"])
+        s = np.stack(t.column("observation.state").to_numpy(zero_copy_only=False))
+        a = np.stack(t.column("action").to_numpy(zero_copy_only=False))
+        np.savez(src / f"ep{i}.npz", state=s, action=a)
+        dims = (s.shape[1], a.shape[1])
+    (src / "meta.json").write_text(json.dumps({"episodes": len(paths), "state_dim": dims[0], "action_dim": dims[1]}))
+    (work / "lerobot_writer.py").write_text(LEROBOT_WRITER)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf"), "PYTHONPATH": ""}
+    r = subprocess.run([python, str(work / "lerobot_writer.py"), str(src), str(work / "lerobot_out"), str(fps)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print(f"(LeRobot writer failed: {r.stderr[-2000:]})", file=sys.stderr)
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def ffmpeg_exe() -> str | None:
+    exe = shutil.which("ffmpeg")
+    if exe:
+        return exe
+    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), "v21"], capture_output=True, text=True)
+    if r.returncode == 0:
+        py = r.stdout.strip().splitlines()[-1]
+        q = subprocess.run([py, "-c", "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())"],
+                           capture_output=True, text=True)
+        if q.returncode == 0:
+            return q.stdout.strip()
+    return None
+
+
+def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
+    from l3.video import encode
+
+    yy, xx = np.mgrid[0:h, 0:w]
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 32, size=(h, w), dtype=np.uint8)
+    data = np.empty((frames, h, w, 3), dtype=np.uint8)
+    for t in range(frames):
+        data[t, ..., 0] = (xx + 2 * t) % 256
+        data[t, ..., 1] = (yy + t) % 256
+        data[t, ..., 2] = noise + np.uint8(t % 200)
+    opts = load_mapping(CONFIG).video
+    t0 = time.perf_counter()
+    encode(work / "pyav.mp4", (data[i:i + 32] for i in range(0, frames, 32)), fps, opts)
+    ours = time.perf_counter() - t0
+    out = {"frames": frames, "size": f"{w}x{h}", "ours_s": ours, "ours_fps": frames / ours}
+    exe = ffmpeg_exe()
+    if exe is None:
+        print("(no ffmpeg CLI found: install ffmpeg or build the LeRobot venv)", file=sys.stderr)
+        return out
+    cmd = [exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", str(fps),
+           "-i", "-", "-c:v", opts.codec, "-pix_fmt", "yuv420p", "-crf", str(opts.crf), "-preset", opts.preset,
+           "-g", str(opts.gop), str(work / "cli.mp4")]
+    raw = data.tobytes()
+    t0 = time.perf_counter()
+    subprocess.run(cmd, input=raw, check=True)
+    cli = time.perf_counter() - t0
+    out.update(ffmpeg_s=cli, ffmpeg_fps=frames / cli, ratio=cli / ours, ffmpeg=exe)
+    return out
+
+
+PEAK_RSS = textwrap.dedent("""
+    import resource, sys
+    sys.path.insert(0, sys.argv[1])
+    from l3.convert import convert
+    convert(sys.argv[4:], sys.argv[2], config=sys.argv[3], log=lambda m: None)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""")
+
+
+def peak_rss_kb(files: list[str], out: Path, config: Path) -> int:
+    shutil.rmtree(out, ignore_errors=True)
+    r = subprocess.run([sys.executable, "-c", PEAK_RSS, str(REPO), str(out), str(config), *files],
+                       capture_output=True, text=True, check=True)
+    return int(r.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--episodes", type=int, default=200, help="state-only episodes (default 200)")
+    p.add_argument("--length", type=int, default=250, help="frames per episode (default 250)")
+    p.add_argument("--lerobot-episodes", type=int, default=20, help="episodes LeRobot writes (default 20)")
+    p.add_argument("--video-frames", type=int, default=300)
+    p.add_argument("--video-size", default="320x240", help="WxH (default 320x240)")
+    p.add_argument("--mem-episodes", type=int, default=100, help="episodes for the peak-memory run")
+    p.add_argument("--cam-length", type=int, default=100, help="frames per camera episode (memory/workers)")
+    p.add_argument("--skip-lerobot", action="store_true", help="do not build/run the LeRobot venv")
+    p.add_argument("--json", help="also write the results as JSON here")
+    args = p.parse_args(argv)
+    res: dict = {}
+    with tempfile.TemporaryDirectory(prefix="l3bench-") as tmp:
+        work = Path(tmp)
+        fps = load_mapping(CONFIG).fps
+
+        # state only
+        files = make_files(work / "state_in", args.episodes, args.length, camera=False)
+        frames = args.episodes * args.length
+        convert_s = timed_convert(files, work / "state_out", CONFIG)
+        bare_s = bare_pyarrow(work / "state_out", work / "bare")
+        st = {"episodes": args.episodes, "frames": frames, "ours_fps": frames / convert_s,
+              "pyarrow_fps": frames / bare_s, "ratio_vs_pyarrow": bare_s / convert_s}
+        if not args.skip_lerobot:
+            lr = lerobot_write(work / "state_out", work, args.lerobot_episodes, fps)
+            if lr:
+                st.update(lerobot_fps=lr["frames"] / lr["seconds"], lerobot_frames=lr["frames"])
+                st["ratio_vs_lerobot"] = st["ours_fps"] / st["lerobot_fps"]
+        res["state"] = st
+
+        # video
+        w, h = (int(v) for v in args.video_size.split("x"))
+        res["video"] = video_bench(work, args.video_frames, h, w, fps)
+
+        # memory 1 vs N camera episodes, and workers speed-up
+        cfg = cam_config(work)
+        one = make_files(work / "mem1", 1, args.cam_length, camera=True, files=1)
+        many = make_files(work / "memN", args.mem_episodes, args.cam_length, camera=True)
+        rss1 = peak_rss_kb(one, work / "m1", cfg)
+        rssn = peak_rss_kb(many, work / "mN", cfg)
+        res["memory"] = {"episodes": [1, args.mem_episodes], "peak_rss_mb": [rss1 / 1024, rssn / 1024],
+                         "ratio": rssn / rss1}
+        w1 = timed_convert(many, work / "w1", cfg, workers=1)
+        w2 = timed_convert(many, work / "w2", cfg, workers=2)
+        res["workers"] = {"episodes": args.mem_episodes, "w1_s": w1, "w2_s": w2, "speedup": w1 / w2,
+                          "cpus": os.cpu_count()}
+
+    s, v, m, wk = res["state"], res["video"], res["memory"], res["workers"]
+    rows = [
+        ("state frames/s vs LeRobot 0.3.x add_frame", f"{s['ours_fps']:.0f} vs {s.get('lerobot_fps', float('nan')):.0f}",
+         f"{s.get('ratio_vs_lerobot', float('nan')):.1f}x", ">= 20x"),
+        ("state frames/s vs bare pyarrow write", f"{s['ours_fps']:.0f} vs {s['pyarrow_fps']:.0f}",
+         f"{s['ratio_vs_pyarrow']:.2f}x", ">= 0.5x"),
+        (f"video encode frames/s vs ffmpeg CLI ({v['size']})",
+         f"{v['ours_fps']:.0f} vs {v.get('ffmpeg_fps', float('nan')):.0f}", f"{v.get('ratio', float('nan')):.2f}x",
+         ">= 0.9x"),
+        (f"peak RSS 1 vs {m['episodes'][1]} episodes", f"{m['peak_rss_mb'][0]:.0f} vs {m['peak_rss_mb'][1]:.0f} MB",
+         f"{m['ratio']:.2f}x", "<= 1.2x"),
+        (f"--workers 2 speed-up ({wk['cpus']} CPUs)", f"{wk['w1_s']:.1f} s vs {wk['w2_s']:.1f} s",
+         f"{wk['speedup']:.2f}x", "> 1x"),
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print("  ".join(h.ljust(wd) for h, wd in zip(("measure", "values", "ratio", "target"), widths)))
+    for r in rows:
+        print("  ".join(c.ljust(wd) for c, wd in zip(r, widths)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
