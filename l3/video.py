@@ -32,6 +32,9 @@ def encode(path: str | Path, chunks: Iterable[np.ndarray], fps: int, opts: Video
                 stream.time_base = Fraction(1, fps)
                 stream.codec_context.time_base = Fraction(1, fps)
                 stream.codec_context.gop_size = opts.gop
+                # x264 frame threads (auto count): fastest here, and deterministic for a given machine
+                stream.codec_context.thread_type = "FRAME"
+                stream.codec_context.thread_count = 0
                 stream.options = encoder_options(opts)
             if stats is not None:
                 stats.add(chunk)
