@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,9 @@ def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str) -> Iterator[ManagerBasedR
     """Launch the runtime the cfg needs (nothing of Kit for Newton) and yield the unwrapped env."""
     import gymnasium as gym
     from isaaclab.app import launch_simulation
+
+    # One line per finger capsule of the offline Franka, harmless: MuJoCo's CCD ignores geom margins.
+    warnings.filterwarnings("ignore", message=".*authored margin.*zeroed", category=UserWarning)
 
     with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device}):
         env = gym.make(task, cfg=env_cfg).unwrapped

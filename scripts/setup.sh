@@ -30,9 +30,24 @@ deps_hash() {
   cat "$REPO/pyproject.toml" <(echo "$GYM_ROBOTICS_PIN") | sha256sum | cut -c1-16
 }
 
+# With L2L3_SHARED_VENV=1 (CI), .venv is a link to a venv kept in the cache and keyed by the
+# dependency hash, so fresh clones reuse it and stale ones are pruned instead of filling the disk.
+link_shared_venv() {
+  local want="$1" shared="$L2L3_CACHE/venvs/sim-$1" old
+  mkdir -p "$shared"
+  for old in "$L2L3_CACHE"/venvs/sim-*; do
+    [ "$old" = "$shared" ] || rm -rf "$old"
+  done
+  if [ ! -L "$VENV" ] || [ "$(readlink "$VENV")" != "$shared" ]; then
+    rm -rf "$VENV"
+    ln -s "$shared" "$VENV"
+  fi
+}
+
 ensure_venv() {
   local want marker="$VENV/.l2l3-deps"
   want="$(deps_hash)"
+  if [ "${L2L3_SHARED_VENV:-0}" = 1 ]; then link_shared_venv "$want"; fi
   if [ -x "$VENV/bin/python" ] && [ "$(cat "$marker" 2>/dev/null)" = "$want" ]; then
     # The venv may be a cached one first made for another clone: point the editable install here.
     if ! "$VENV/bin/python" -c "import l2, sys; sys.exit(not l2.__file__.startswith('$REPO/'))" 2>/dev/null; then
@@ -42,7 +57,7 @@ ensure_venv() {
   fi
   local py; py="$(find_python312)"
   echo "setup: creating $VENV with $("$py" -V) and installing Isaac Lab 3.0 (about 8 GB, 5-10 min on a fresh machine)"
-  rm -rf "$VENV"/* "$VENV"/.[!.]* 2>/dev/null || true
+  rm -rf "${VENV:?}"/* "$VENV"/.[!.]* 2>/dev/null || true
   "$py" -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e "$REPO[sim,test]"

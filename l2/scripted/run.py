@@ -86,9 +86,9 @@ def collect(args: argparse.Namespace) -> int:
                 attempts += len(done_ids)
                 successes += int(env.termination_manager.get_term("success")[done_ids].sum())
                 sm.reset(done_ids)
-                bar.update(handler.successes_written - bar.n)
             elapsed = time.perf_counter() - start
             bar.set_postfix(success=f"{successes}/{attempts}", fps=f"{frames / elapsed:.0f}", refresh=False)
+            bar.update(handler.successes_written - bar.n)  # redraws at most every 0.1 s, also when 0
         bar.close()
         written = handler.successes_written
         elapsed = time.perf_counter() - start

@@ -1,0 +1,104 @@
+"""What recording costs the scripted loop: env-frames/s with our recorder vs. none vs. Isaac Lab's.
+
+Each variant runs the same seeded scripted pick-and-lift loop in its own process (one simulator per
+process), variants interleaved over the repeats; the table prints the best rate of each and the
+ratios against the named baseline ``no recording``.
+
+    python bench/record_overhead.py                  # 16 envs, 250 steps, 2 repeats
+    python bench/record_overhead.py --num_envs 64 --steps 200 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+VARIANTS = {
+    "none": "no recording (baseline)",
+    "l2": "ours: L2RecorderManagerCfg",
+    "isaaclab": "Isaac Lab ActionStateRecorderManagerCfg",
+}
+WARMUP_STEPS = 10
+
+
+def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
+    """Run the scripted loop once and return its env-frames/s (after a short warm-up)."""
+    import torch
+    from isaaclab.envs.mdp.recorders.recorders_cfg import ActionStateRecorderManagerCfg
+    from isaaclab.utils.math import subtract_frame_transforms
+
+    from l2 import sim
+    from l2.recording import configure_recording
+    from l2.scripted.run import DEFAULT_TASK
+    from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
+
+    env_cfg = sim.load_env_cfg(DEFAULT_TASK, "cpu", num_envs, seed=0)
+    if variant == "none":
+        env_cfg.recorders = None
+    else:
+        recorders = ActionStateRecorderManagerCfg() if variant == "isaaclab" else None
+        configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", DEFAULT_TASK, recorders=recorders)
+    with sim.make_env(env_cfg, DEFAULT_TASK) as env:
+        sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
+        robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
+        env.reset()
+        episodes = 0
+        for i in range(WARMUP_STEPS + steps):
+            if i == WARMUP_STEPS:
+                start = time.perf_counter()
+            cube_pos, cube_quat = subtract_frame_transforms(
+                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
+                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
+            )
+            env.step(sm.compute(ee.data.target_pos_source.torch[:, 0], cube_pos, cube_quat))
+            done = env.termination_manager.dones.nonzero().flatten()
+            episodes += len(done)
+            sm.reset(done)
+        elapsed = time.perf_counter() - start
+    return {"variant": variant, "frames_per_s": steps * num_envs / elapsed, "episodes": episodes}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num_envs", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=250, help="timed env steps per run (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # internal: one measurement
+    parser.add_argument("--out_dir", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.variant:
+        print(json.dumps(measure(args.variant, args.num_envs, args.steps, args.out_dir)))
+        return 0
+
+    best: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            for variant in VARIANTS:
+                cmd = [sys.executable, __file__, "--variant", variant, "--out_dir", tmp,
+                       "--num_envs", str(args.num_envs), "--steps", str(args.steps)]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    print(proc.stderr[-3000:], file=sys.stderr)
+                    return 1
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                print(f"  repeat {r + 1}: {VARIANTS[variant]:<42} {result['frames_per_s']:8.1f} env-frames/s", flush=True)
+                best[variant] = max(best.get(variant, 0.0), result["frames_per_s"])
+    base = best["none"]
+    print(f"\nscripted loop, {args.num_envs} envs, {args.steps} steps, best of {args.repeats}; baseline = no recording")
+    print(f"  {'variant':<42} {'env-frames/s':>12} {'vs baseline':>12} {'step-time cost':>15}")
+    for variant, label in VARIANTS.items():
+        ratio = best[variant] / base
+        print(f"  {label:<42} {best[variant]:12.1f} {ratio:11.3f}x {100 * (1 / ratio - 1):+14.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

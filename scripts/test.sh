@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite: sets everything up when missing (see scripts/setup.sh), then runs pytest.
+# Extra arguments go to pytest, e.g. scripts/test.sh -m "not sim" or scripts/test.sh tests/test_validate.py
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$REPO/scripts/setup.sh"
+cd "$REPO"
+exec "$REPO/.venv/bin/python" -m pytest "$@"
