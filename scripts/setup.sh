@@ -25,9 +25,15 @@ find_python312() {
   return 1
 }
 
-# Hash of everything that decides what is installed in the venv (not the project's own code).
+# Hash of what decides the venv's contents: the dependency lists of pyproject.toml and the MJCF pin
+# (not the project's code or tool settings, so editing those never rebuilds the venv).
 deps_hash() {
-  cat "$REPO/pyproject.toml" <(echo "$GYM_ROBOTICS_PIN") | sha256sum | cut -c1-16
+  "$(find_python312)" - "$REPO/pyproject.toml" "$GYM_ROBOTICS_PIN" <<'PY' | sha256sum | cut -c1-16
+import json, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+keys = ("requires-python", "dependencies", "optional-dependencies")
+print(json.dumps([project.get(k) for k in keys], sort_keys=True), sys.argv[2])
+PY
 }
 
 # With L2L3_SHARED_VENV=1 (CI), .venv is a link to a venv kept in the cache and keyed by the
