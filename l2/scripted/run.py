@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repo importable
@@ -43,11 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
-    import torch
     from isaaclab.utils.math import subtract_frame_transforms
-    from tqdm import tqdm
 
-    from l2.recording import configure_recording, dataset_handler
+    from l2 import collect
+    from l2.recording import configure_recording
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
@@ -57,58 +55,29 @@ def collect(args: argparse.Namespace) -> int:
         )
     except (FileExistsError, ValueError) as exc:
         cli.fail(str(exc))
-    max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
+    log: list[np.ndarray] = []
 
     with sim.make_env(env_cfg, args.task) as env:
-        handler = dataset_handler(env)
-        already = handler.get_num_episodes() - handler.successes_written if args.append else 0
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
         robot, cube, ee_frame = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
-        env.reset()
-        log: list[np.ndarray] = []
-        attempts = successes = frames = 0
-        start = time.perf_counter()
-        bar = tqdm(total=args.num_demos, unit="demo", desc="scripted demos", dynamic_ncols=True)
-        while handler.successes_written < args.num_demos and attempts < max_attempts:
-            root_pos, root_quat = robot.data.root_pos_w.torch, robot.data.root_quat_w.torch
+
+        def step() -> None:
             cube_pos, cube_quat = subtract_frame_transforms(
-                root_pos, root_quat, cube.data.root_pos_w.torch, cube.data.root_quat_w.torch
+                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
+                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
             )
-            ee_pos = ee_frame.data.target_pos_source.torch[:, 0]
-            actions = sm.compute(ee_pos, cube_pos, cube_quat)
+            actions = sm.compute(ee_frame.data.target_pos_source.torch[:, 0], cube_pos, cube_quat)
             if args.log_actions:
                 log.append(actions.cpu().numpy().copy())
             env.step(actions)
-            frames += env.num_envs
-            done = env.termination_manager.dones
-            if done.any():
-                done_ids = done.nonzero().flatten()
-                attempts += len(done_ids)
-                successes += int(env.termination_manager.get_term("success")[done_ids].sum())
-                sm.reset(done_ids)
-            elapsed = time.perf_counter() - start
-            bar.set_postfix(success=f"{successes}/{attempts}", fps=f"{frames / elapsed:.0f}", refresh=False)
-            bar.update(handler.successes_written - bar.n)  # redraws at most every 0.1 s, also when 0
-        bar.close()
-        written = handler.successes_written
-        elapsed = time.perf_counter() - start
+
+        env.reset()
+        max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
+        stats = collect.collect(env, args.num_demos, max_attempts, step, sm.reset, desc="scripted demos")
 
     if args.log_actions:
         np.savez_compressed(args.log_actions, actions=np.stack(log) if log else np.zeros((0, args.num_envs, 8)))
-    ok, verdict = cli.validator_verdict(output)
-    rate = successes / attempts if attempts else 0.0
-    cli.print_summary([
-        ("demos written", f"{written}" + (f" (file now holds {already + written})" if args.append else "")),
-        ("success rate", f"{successes}/{attempts} episodes ({100 * rate:.1f} %)"),
-        ("env-frames/s", f"{frames / elapsed:.0f} ({args.num_envs} envs, {args.device})"),
-        ("file", str(output)),
-        ("failed episodes", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
-        ("validator", verdict),
-    ])
-    if written < args.num_demos:
-        print(f"error: only {written} of {args.num_demos} demos after {attempts} attempts", file=sys.stderr)
-        return 1
-    return 0 if ok else 1
+    return collect.finish(args, stats, output)
 
 
 def main(argv: list[str] | None = None) -> int:

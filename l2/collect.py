@@ -1,0 +1,86 @@
+"""The demo-collection loop and end-of-run summary shared by the automatic sources (scripted, RL)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from l2 import cli
+from l2.recording import dataset_handler
+
+if TYPE_CHECKING:
+    import torch
+    from isaaclab.envs import ManagerBasedRLEnv
+
+
+@dataclass
+class CollectionStats:
+    written: int = 0
+    """Successful demos this run wrote to the main file."""
+    in_file_before: int = 0
+    attempts: int = 0
+    """Finished episodes (success, failure or time-out)."""
+    successes: int = 0
+    frames: int = 0
+    seconds: float = 0.0
+
+
+def collect(
+    env: ManagerBasedRLEnv,
+    num_demos: int,
+    max_attempts: int,
+    step: Callable[[], None],
+    on_done: Callable[[torch.Tensor], None],
+    desc: str,
+) -> CollectionStats:
+    """Call ``step()`` (one env step for all envs) until ``num_demos`` successful demos are written.
+
+    After each step, ``on_done(env_ids)`` gets the envs whose episode just ended (Isaac Lab has
+    already reset them and the RecorderManager has exported them).
+    """
+    from tqdm import tqdm
+
+    handler = dataset_handler(env)
+    stats = CollectionStats(in_file_before=handler.get_num_episodes())
+    start = time.perf_counter()
+    with tqdm(total=num_demos, unit="demo", desc=desc, dynamic_ncols=True, mininterval=0.5) as bar:
+        while handler.successes_written < num_demos and stats.attempts < max_attempts:
+            step()
+            stats.frames += env.num_envs
+            done = env.termination_manager.dones
+            if done.any():
+                done_ids = done.nonzero().flatten()
+                stats.attempts += len(done_ids)
+                stats.successes += int(env.termination_manager.get_term("success")[done_ids].sum())
+                on_done(done_ids)
+            stats.seconds = time.perf_counter() - start
+            bar.set_postfix(
+                success=f"{stats.successes}/{stats.attempts}", fps=f"{stats.frames / stats.seconds:.0f}", refresh=False
+            )
+            bar.update(handler.successes_written - bar.n)  # redraws at most every 0.1 s, also when 0
+    stats.written = handler.successes_written
+    return stats
+
+
+def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> int:
+    """Print the end summary (with the validator's verdict); exit code 0 only for N valid demos."""
+    ok, verdict = cli.validator_verdict(output) if output.exists() else (False, "no file written")
+    rate = stats.successes / stats.attempts if stats.attempts else 0.0
+    in_file = f" (file now holds {stats.in_file_before + stats.written})" if stats.in_file_before else ""
+    cli.print_summary([
+        ("demos written", f"{stats.written}{in_file}"),
+        ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),
+        ("env-frames/s", f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs, {args.device})"),
+        ("file", str(output)),
+        ("failed episodes", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
+        ("validator", verdict),
+    ])
+    if stats.written < args.num_demos:
+        print(f"error: only {stats.written} of {args.num_demos} demos after {stats.attempts} episodes", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
