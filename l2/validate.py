@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import h5py
@@ -164,6 +164,35 @@ def _datasets(group: h5py.Group) -> Iterator[h5py.Dataset]:
 
 
 # --------------------------------------------------------------------------------------------- episode
+class Term:
+    """A dataset already read into memory, checked like the h5py dataset it came from.
+
+    ``name`` is its HDF5 path; ``data`` the array (or anything sliceable with shape/ndim/dtype, such
+    as the h5py dataset itself for terms too large to hold in memory).
+    """
+
+    __slots__ = ("name", "data")
+    chunks = None
+
+    def __init__(self, name: str, data: np.ndarray | h5py.Dataset):
+        self.name, self.data = name, data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+
 def validate_episode(file: str, demo: h5py.Group, action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
     """Violations of one ``data/demo_<i>`` group (self-contained: L3 checks each episode with it).
 
@@ -183,22 +212,61 @@ def validate_episode(file: str, demo: h5py.Group, action_dim: int | None = LIFT_
     return out
 
 
-def _check_episode(demo: h5py.Group, action_dim: int | None, bad: Report) -> None:
-    path = demo.name
+def validate_episode_data(file: str, path: str, attrs: Mapping[str, object], actions: Term | None,
+                          obs_terms: list[Term], action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
+    """The checks of :func:`validate_episode` on an episode whose datasets are already in memory.
+
+    ``path`` is the group path (``/data/demo_<i>``), ``attrs`` its attributes, ``actions`` its
+    ``actions`` dataset (None: missing) and ``obs_terms`` every dataset below ``obs/`` in the order
+    :func:`validate_episode` visits them (sorted by name, nested groups included). Layouts this
+    cannot express (``actions`` a group, ``obs`` missing or a flat dataset) must be checked with
+    :func:`validate_episode`. Gives the same violations as :func:`validate_episode` on that group.
+    """
+    file = os.fspath(file)
+    out: list[Violation] = []
+
+    def bad(p: str, message: str) -> None:
+        out.append(Violation(file, p, message))
+
+    try:
+        length, length_label = _check_attrs(path, attrs, bad)
+        if actions is None:
+            bad(f"{path}/{ACTIONS}", "missing actions dataset")
+        else:
+            _check_actions(actions, length, action_dim, bad)
+            if length is None and actions.ndim >= 1:
+                length, length_label = actions.shape[0], f"len(actions)={actions.shape[0]}"
+        if not obs_terms:
+            bad(f"{path}/{OBS}", "obs group has no terms")
+        for term in obs_terms:
+            _check_obs_term(term, length, length_label, bad)
+    except Exception as exc:  # corrupt data must be reported, never raised
+        bad(path or "?", f"cannot read episode: {exc}")
+    return out
+
+
+def _check_attrs(path: str, attrs: Mapping[str, object], bad: Report) -> tuple[int | None, str]:
+    """Check num_samples, success and seed; return (num_samples or None, its label)."""
     length, length_label = None, ""
-    if ATTR_NUM_SAMPLES not in demo.attrs:
+    if ATTR_NUM_SAMPLES not in attrs:
         bad(path, "missing num_samples attr")
-    elif _is_int(n := demo.attrs[ATTR_NUM_SAMPLES]) and n >= 0:
+    elif _is_int(n := attrs[ATTR_NUM_SAMPLES]) and n >= 0:
         length, length_label = int(n), f"num_samples={int(n)}"
     else:
         bad(path, f"num_samples must be a non-negative integer, got {_describe(n)}")
 
-    if ATTR_SUCCESS not in demo.attrs:
+    if ATTR_SUCCESS not in attrs:
         bad(path, "missing success attr (required: L3 filters on it; the env needs a 'success' termination term)")
-    elif not _is_bool(s := demo.attrs[ATTR_SUCCESS]):
+    elif not _is_bool(s := attrs[ATTR_SUCCESS]):
         bad(path, f"success must be a bool, got {_describe(s)}")
-    if ATTR_SEED in demo.attrs and not _is_int(seed := demo.attrs[ATTR_SEED]):
+    if ATTR_SEED in attrs and not _is_int(seed := attrs[ATTR_SEED]):
         bad(path, f"seed must be an integer, got {_describe(seed)}")
+    return length, length_label
+
+
+def _check_episode(demo: h5py.Group, action_dim: int | None, bad: Report) -> None:
+    path = demo.name
+    length, length_label = _check_attrs(path, demo.attrs, bad)
 
     actions = demo.get(ACTIONS)
     if actions is None:

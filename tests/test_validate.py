@@ -432,3 +432,49 @@ def test_cli_module_entry_point(valid: Path) -> None:
         [sys.executable, "-m", "l2.validate", str(valid)], cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert proc.returncode == 0 and proc.stdout.startswith(f"{valid}: OK"), proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ in memory
+def _in_memory(path: Path, demo: str, action_dim: int | None) -> list[Violation]:
+    """validate_episode_data on the demo's datasets read into memory (as L3 does)."""
+    with h5py.File(path, "r") as f:
+        g = f[f"data/{demo}"]
+        terms = []
+        g["obs"].visititems(lambda n, o: terms.append(validate.Term(o.name, o[()])) if isinstance(o, h5py.Dataset)
+                            else None)
+        actions = validate.Term(g["actions"].name, g["actions"][()]) if "actions" in g else None
+        return validate.validate_episode_data(str(path), g.name, dict(g.attrs), actions, terms, action_dim)
+
+
+EDITS = {
+    "valid": lambda f: None,
+    "nan_actions": lambda f: f["data/demo_0/actions"].__setitem__((2, 1), np.nan),
+    "inf_nested": lambda f: f["data/demo_0/obs/nested/term"].__setitem__((3, 1, 0), -np.inf),
+    "quaternion": lambda f: f["data/demo_0/actions"].__setitem__((1, slice(3, 7)), [0.0, 0.0, 0.0, 1.01]),
+    "width": lambda f: replace(f["data/demo_0"], "actions", np.zeros((5, 7), np.float32)),
+    "short_obs": lambda f: replace(f["data/demo_0/obs"], "joint_pos", np.zeros((4, 9), np.float32)),
+    "short_actions": lambda f: replace(f["data/demo_0"], "actions", f["data/demo_0/actions"][:-1]),
+    "int_actions": lambda f: replace(f["data/demo_0"], "actions", np.zeros((5, 8), np.int32)),
+    "actions_1d": lambda f: replace(f["data/demo_0"], "actions", np.zeros(5, np.float32)),
+    "scalar_term": lambda f: replace(f["data/demo_0/obs"], "joint_pos", np.float32(1.0)),
+    "no_actions": lambda f: f["data/demo_0"].__delitem__("actions"),
+    "no_success": lambda f: f["data/demo_0"].attrs.__delitem__("success"),
+    "bad_types": lambda f: (f["data/demo_0"].attrs.__setitem__("num_samples", 5.0),
+                            f["data/demo_0"].attrs.__setitem__("success", 1),
+                            f["data/demo_0"].attrs.__setitem__("seed", "x")),
+    "no_terms": lambda f: [f["data/demo_0/obs"].__delitem__(k) for k in list(f["data/demo_0/obs"])],
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+@pytest.mark.parametrize("action_dim", [8, None])
+def test_validate_episode_data_matches_validate_episode(valid: Path, case: str, action_dim: int | None) -> None:
+    with edit(valid) as f:
+        EDITS[case](f)
+    with h5py.File(valid, "r") as f:
+        want = validate_episode(str(valid), f["data/demo_0"], action_dim)
+    assert _in_memory(valid, "demo_0", action_dim) == want
+    if case == "valid":
+        assert want == []
+    elif action_dim is not None:
+        assert want, case  # every edit breaks a rule

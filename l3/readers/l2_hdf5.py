@@ -22,9 +22,10 @@ from l3.errors import InputError
 from l3.mapping import Mapping
 
 try:  # the L2 validator (per-episode schema checks); optional until it lands
+    from l2 import validate as _l2
     from l2.validate import validate_episode as _l2_validate_episode
 except ImportError:  # pragma: no cover - depends on the other engineer's progress
-    _l2_validate_episode = None
+    _l2 = _l2_validate_episode = None
 
 FRAME_CHUNK = 32
 """Camera frames read from HDF5 at a time."""
@@ -42,6 +43,9 @@ class EpisodeRef:
     legacy: bool
     env_name: str | None = None
     seed: int | None = None
+    attrs: tuple[tuple[str, object], ...] | None = field(default=None, compare=False)
+    """The group's num_samples / success / seed attributes as read by the scan (raw values, for the
+    L2 schema checks; None: read them again)."""
 
     @property
     def group(self) -> str:
@@ -155,15 +159,20 @@ def scan_file(file: str, source: str) -> FileScan:
                 if schema.ATTR_SUCCESS not in g.attrs:
                     scan.errors.append(InputError(file, where, f"missing attribute {schema.ATTR_SUCCESS}"))
                     continue
-                n = int(g.attrs[schema.ATTR_NUM_SAMPLES])
+                raw_n = g.attrs[schema.ATTR_NUM_SAMPLES]
+                n = int(raw_n)
                 if n <= 0:
                     scan.errors.append(InputError(file, where, f"{schema.ATTR_NUM_SAMPLES} is {n}, expected >= 1"))
                     continue
+                raw_success = g.attrs[schema.ATTR_SUCCESS]
                 seed = g.attrs.get(schema.ATTR_SEED)
+                attrs = ((schema.ATTR_NUM_SAMPLES, raw_n), (schema.ATTR_SUCCESS, raw_success))
+                if seed is not None:
+                    attrs += ((schema.ATTR_SEED, seed),)
                 scan.refs.append(EpisodeRef(
-                    file=file, demo=name, length=n, success=bool(g.attrs[schema.ATTR_SUCCESS]),
+                    file=file, demo=name, length=n, success=bool(raw_success),
                     source=source, legacy=scan.legacy, env_name=scan.env_name,
-                    seed=None if seed is None else int(seed)))
+                    seed=None if seed is None else int(seed), attrs=attrs))
         except InputError:
             raise
         except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
@@ -208,14 +217,45 @@ def _check_finite(file: str, path: str, a: np.ndarray) -> None:
         raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
 
 
+MEMORY_TERM_BYTES = 256 * 2**20
+"""Float datasets up to this size are read whole, once, for the checks and the mapping; larger
+ones (and non-float ones such as camera frames) stay on disk and are read in blocks or chunks."""
+
+
+def _datasets(gid, prefix: str) -> Iterator[tuple[str, object]]:
+    """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, in the
+    order ``l2.validate`` visits them (sorted by name at each level, nested groups included)."""
+    for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
+        obj = h5py.h5o.open(gid, name.encode("utf-8", "surrogateescape"))
+        if isinstance(obj, h5py.h5d.DatasetID):
+            yield f"{prefix}{name}", obj
+        elif isinstance(obj, h5py.h5g.GroupID):
+            yield from _datasets(obj, f"{prefix}{name}/")
+
+
+def _load(did) -> np.ndarray | h5py.Dataset:
+    """A float dataset as an array (one H5Dread, no high-level lookups); others as h5py datasets."""
+    dt = did.dtype
+    shape = did.shape
+    if dt.kind == "f" and shape and dt.itemsize * int(np.prod(shape, dtype=np.int64)) <= MEMORY_TERM_BYTES:
+        a = np.empty(shape, dtype=dt)
+        if a.size:
+            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a)
+        return a
+    return h5py.Dataset(did)
+
+
 def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
                  task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
     """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
 
-    Raises InputError naming the file and HDF5 path of the first problem. ``check=False`` skips
-    the per-row checks (finite values, every term's length, the L2 schema validator) for an episode
-    that already passed them in the check pass. With ``check_frames``
-    all camera frames are read once (to prove they are readable) before returning.
+    Raises InputError naming the file and HDF5 path of the first problem. Every dataset of
+    ``actions`` and ``obs/`` is read once (float terms into memory), then checked in memory: the
+    lengths, the mapped terms, and every rule of ``l2.validate`` (finite values in every float term,
+    the action width and unit quaternions, ...). ``check=False`` skips the per-row checks (finite
+    values, every term's length, the L2 schema validator). With ``check_frames`` all camera frames
+    are read once (to prove they are readable) before returning; otherwise an unreadable frame
+    raises InputError while the frames are consumed.
     """
     file = ref.file
     with _Cached(file) as f:
@@ -223,20 +263,37 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
             if ref.group not in f:
                 raise InputError(file, ref.group, "missing episode group")
             g = f[ref.group]
+            gid = g.id
             T = ref.length
-            for term in _time_terms(g) if check else ():
-                n = g[term].shape[0] if g[term].shape else 0
-                if n != T:
-                    other = "" if term == schema.ACTIONS else f" (actions has {_len(g, schema.ACTIONS)})"
-                    raise InputError(file, f"{ref.group}/{term}",
-                                     f"{n} rows but num_samples is {T}{other}")
+            # one pass over the episode's datasets: actions and obs/... (what every check needs)
+            loaded: dict[str, np.ndarray | h5py.Dataset] = {}
+            actions_kind = obs_kind = None
+            if gid.links.exists(schema.ACTIONS.encode()):
+                obj = h5py.h5o.open(gid, schema.ACTIONS.encode())
+                actions_kind = "dataset" if isinstance(obj, h5py.h5d.DatasetID) else "other"
+                if actions_kind == "dataset":
+                    loaded[schema.ACTIONS] = _load(obj)
+            if gid.links.exists(schema.OBS.encode()):
+                obj = h5py.h5o.open(gid, schema.OBS.encode())
+                obs_kind = "group" if isinstance(obj, h5py.h5g.GroupID) else "other"
+                if obs_kind == "group":
+                    for name, did in _datasets(obj, f"{schema.OBS}/"):
+                        loaded[name] = _load(did)
+            if check:
+                for term, a in loaded.items():  # actions first, then obs/... in name order
+                    n = a.shape[0] if a.shape else 0
+                    if n != T:
+                        other = "" if term == schema.ACTIONS else f" (actions has {_len(loaded, schema.ACTIONS)})"
+                        raise InputError(file, f"{ref.group}/{term}", f"{n} rows but num_samples is {T}{other}")
             arrays: dict[str, np.ndarray] = {}
             for s in (*mapping.state, *mapping.action):
                 if s.source in arrays:
                     continue
                 path = f"{ref.group}/{s.source}"
-                ds = g.get(s.source)
-                if not isinstance(ds, h5py.Dataset):
+                ds = loaded.get(s.source)
+                if ds is None:
+                    ds = g.get(s.source)  # a mapped source outside actions and obs/
+                if not isinstance(ds, h5py.Dataset | np.ndarray):
                     raise InputError(file, path, "missing mapped term" if ds is None else "is not a dataset")
                 if ds.dtype.kind != "f" or ds.ndim != 2:
                     raise InputError(file, path, f"expected a (T, d) float array, got {ds.dtype.name} {ds.shape}")
@@ -245,7 +302,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                 if tuple(ds.shape[1:]) != dims[s.source]:
                     raise InputError(file, path, f"shape {ds.shape} differs from {(T, *dims[s.source])} "
                                      "in the first episode")
-                a = ds[()]
+                a = ds if isinstance(ds, np.ndarray) else ds[()]
                 if a.dtype != np.float32:
                     a = a.astype(np.float32)
                 if check:
@@ -254,8 +311,10 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
             cameras: dict[str, H5Frames] = {}
             for c in mapping.cameras:
                 path = f"{ref.group}/{c.source}"
-                ds = g.get(c.source)
-                if not isinstance(ds, h5py.Dataset):
+                ds = loaded.get(c.source)
+                if ds is None:
+                    ds = g.get(c.source)
+                if not isinstance(ds, h5py.Dataset | np.ndarray):
                     raise InputError(file, path, "missing mapped camera term" if ds is None else "is not a dataset")
                 if ds.dtype != np.uint8 or ds.ndim != 4 or ds.shape[3] != 3:
                     raise InputError(file, path, f"camera term must be (T, H, W, 3) uint8, got {ds.dtype.name} "
@@ -267,7 +326,15 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                                      "in the first episode")
                 cameras[c.key] = H5Frames(file, path, tuple(ds.shape))
             if check and _l2_validate_episode is not None:
-                violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
+                if actions_kind != "other" and obs_kind == "group":  # checked on the arrays already read
+                    terms = [_l2.Term(f"{ref.group}/{k}", v) for k, v in loaded.items() if k != schema.ACTIONS]
+                    act = loaded.get(schema.ACTIONS)
+                    violations = _l2.validate_episode_data(
+                        file, ref.group, g.attrs if ref.attrs is None else dict(ref.attrs),
+                        None if act is None else _l2.Term(f"{ref.group}/{schema.ACTIONS}", act),
+                        terms, action_dim=mapping.action_dim)
+                else:  # layouts only the HDF5 walk describes (actions a group, flat or missing obs)
+                    violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
                 if violations:
                     v = violations[0]
                     raise InputError(v.file, v.path, v.message)
@@ -299,21 +366,9 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                    fields=fields)
 
 
-def _time_terms(g: h5py.Group) -> list[str]:
-    """Datasets that must have one row per step: ``actions`` and every ``obs/...`` term."""
-    out = [schema.ACTIONS] if isinstance(g.get(schema.ACTIONS), h5py.Dataset) else []
-    obs = g.get(schema.OBS)
-    if isinstance(obs, h5py.Group):
-        def visit(name: str, obj) -> None:
-            if isinstance(obj, h5py.Dataset):
-                out.append(f"{schema.OBS}/{name}")
-        obs.visititems(visit)
-    return out
-
-
-def _len(g: h5py.Group, name: str) -> int | str:
-    ds = g.get(name)
-    return ds.shape[0] if isinstance(ds, h5py.Dataset) and ds.shape else "no rows"
+def _len(loaded: dict, name: str) -> int | str:
+    ds = loaded.get(name)
+    return ds.shape[0] if ds is not None and ds.shape else "no rows"
 
 
 def quaternion_notice(file: str, mapping: Mapping) -> str:
