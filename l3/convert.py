@@ -29,11 +29,11 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from l2.schema import source_from_filename  # noqa: E402
+from l3 import inputs as l3_inputs  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
-from l3.mapping import Mapping, dump_mapping, infer_mapping, load_mapping, with_names  # noqa: E402
-from l3.readers.l2_hdf5 import (  # noqa: E402
-    EpisodeRef, FileScan, close_cached, describe, quaternion_notice, read_episode, scan_file)
+from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
+from l3.readers.l2_hdf5 import EpisodeRef, quaternion_notice  # noqa: E402
 from l3.writer import INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, float_ranges, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -120,11 +120,12 @@ def parse_source_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
-def source_of(file: str, overrides: list[tuple[str, str]]) -> str:
+def source_of(file: str, overrides: list[tuple[str, str]], fmt: str = "l2") -> str | None:
+    """The --source override matching ``file``; else the L2 file name prefix, or None (the reader's tag)."""
     for name, pattern in overrides:
         if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(os.path.basename(file), pattern):
             return name
-    return source_from_filename(os.path.basename(file))
+    return source_from_filename(os.path.basename(file)) if fmt == "l2" else None
 
 
 # --------------------------------------------------------------------------- workers
@@ -140,7 +141,7 @@ def _init_worker(state: dict) -> None:
 def _check(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None, tuple | None]:
     """Check pass: read and validate one episode; return the column ranges of state and action."""
     try:
-        ep = read_episode(ref, _W["mapping"], _W["dims"], check_frames=True)
+        ep = l3_inputs.read_episode(ref, _W["plan"], check_frames=True)
     except InputError as e:
         return ref, e, None
     s = np.concatenate(list(ep.state.values()), axis=1)
@@ -150,7 +151,7 @@ def _check(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None, tuple | None
 
 def _write(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     ref, job = item
-    ep = read_episode(ref, _W["mapping"], _W["dims"], task=job.tasks[0] if job.tasks else "", check=False)
+    ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "", check=False)
     return write_episode(_W["root"], _W["layout"], ep, job, _W["ranges"])
 
 
@@ -176,7 +177,7 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
                     yield r
                     bar.update()
     finally:
-        close_cached()
+        l3_inputs.close_cached()
         bar.close()
 
 
@@ -186,8 +187,12 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
 def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | Mapping | None = None,
             success_only: bool = True, sources: Iterable[str] | None = None, max_episodes: int | None = None,
             source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
-            skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None) -> Summary:
-    """Convert L2 HDF5 files into a GR00T LeRobot dataset at ``output``.
+            skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
+            input_format: str | None = None, min_score: float | None = None) -> Summary:
+    """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
+
+    Each input's format is detected from its structure (``input_format`` forces one, see
+    :mod:`l3.inputs`); ``min_score`` drops episodes whose score (platform exports) is below it.
 
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
@@ -205,20 +210,33 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
 
     # 1. scan attributes, filter, number the candidates
     candidates: list[EpisodeRef] = []
+    low_score = 0
     for file in resolve_inputs(inputs):
-        src = source_of(file, overrides)
-        if wanted is not None and src not in wanted:
-            continue
-        count = summary.per_source.setdefault(src, SourceCount())
-        count.files += 1
         try:
-            scan: FileScan = scan_file(file, src)
+            fmt = l3_inputs.detect(file, input_format)
         except InputError as e:
             if not skip_bad:
                 raise
             summary.skipped.append(str(e))
+            summary.per_source.setdefault("unknown", SourceCount()).bad += 1
+            continue
+        src = source_of(file, overrides, fmt)
+        if wanted is not None and src is not None and src not in wanted:
+            continue
+        try:
+            scan = l3_inputs.scan(file, fmt, src)
+        except InputError as e:
+            if not skip_bad:
+                raise
+            summary.skipped.append(str(e))
+            count = summary.per_source.setdefault(src or fmt, SourceCount())
+            count.files += 1
             count.bad += 1
             continue
+        if wanted is not None and scan.source not in wanted:
+            continue
+        count = summary.per_source.setdefault(scan.source, SourceCount())
+        count.files += 1
         for e in scan.errors:
             if not skip_bad:
                 raise e
@@ -226,32 +244,27 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             count.bad += 1
         count.episodes += len(scan.refs) + len(scan.errors)
         for ref in scan.refs:
-            if success_only and not ref.success:
+            score = getattr(ref, "score", False)
+            if min_score is not None and score is not False and (score is None or score < min_score):
+                low_score += 1
+            elif success_only and not ref.success:
                 count.failed_dropped += 1
             else:
                 candidates.append(ref)
+    if min_score is not None:
+        summary.notices.append(f"--min-score {min_score:g}: dropped {low_score} episode(s) scored below it")
     if not candidates:
         raise UsageError("no episodes to convert (check the inputs and the --sources / --success-only filters)")
 
-    # 2. mapping and per-source shapes from the first candidate
-    terms = describe(candidates[0])
-    if isinstance(config, Mapping):
-        mapping = config
-    elif config is not None:
-        mapping = load_mapping(config)
-    else:
-        mapping = infer_mapping(terms, candidates[0].env_name)
-    for src_path in mapping.sources():
-        if src_path not in terms:
-            raise InputError(candidates[0].file, f"{candidates[0].group}/{src_path}", "missing mapped term")
-    dims = {p: tuple(terms[p][0][1:]) for p in mapping.sources()}
-    mapping = with_names(mapping, {p: (d[0] if d else 0) for p, d in dims.items()})
+    # 2. mapping per input format (from the first candidate of each), reconciled into one layout
+    plan = l3_inputs.plan(candidates, config)
+    mapping = plan.layout
     for file in dict.fromkeys(r.file for r in candidates if r.legacy):
-        summary.notices.append(quaternion_notice(file, mapping))
+        summary.notices.append(quaternion_notice(file, plan.mappings["l2"]))
         log(summary.notices[-1])
 
     # 3. check pass: read every candidate once, in order, until --max-episodes are good
-    state = {"mapping": mapping, "dims": dims}
+    state = {"plan": plan}
     kept: list[EpisodeRef] = []
     lo_s = hi_s = lo_a = hi_a = None
     pending = candidates
@@ -276,18 +289,19 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
 
     # 4. final numbering, tasks and layout
     validity = any(kind == "validity" for _, kind in mapping.annotations)
-    tasks: list[str] = [mapping.task]
+    ep_task = lambda r: getattr(r, "task", None) or mapping.task  # noqa: E731 - per-episode task (platform)
+    tasks: list[str] = list(dict.fromkeys(ep_task(r) for r in kept))
     if validity:
-        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in kept)]
+        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in kept) and t not in tasks]
     task_id = {t: k for k, t in enumerate(tasks)}
     jobs, offset = [], 0
     for i, ref in enumerate(kept):
-        label = VALID if ref.success else INVALID
-        jobs.append((ref, EpisodeJob(index=i, offset=offset, task_index=task_id[mapping.task],
-                                     validity_index=task_id.get(label, task_id[mapping.task]),
-                                     tasks=[mapping.task, label] if validity else [mapping.task])))
+        label, task = VALID if ref.success else INVALID, ep_task(ref)
+        jobs.append((ref, EpisodeJob(index=i, offset=offset, task_index=task_id[task],
+                                     validity_index=task_id.get(label, task_id[task]),
+                                     tasks=[task, label] if validity else [task])))
         offset += ref.length
-    layout = Layout(mapping, {c.key: dims[c.source][:2] for c in mapping.cameras})
+    layout = Layout(mapping, plan.camera_shapes)
     ranges = float_ranges(layout, (lo_s, hi_s), (lo_a, hi_a), max(r.length for r in kept))
 
     # 5. write into a temporary folder beside the target, validate, rename into place
@@ -361,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python l3/convert.py", description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="L2 HDF5 files, directories or globs")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; "
+                   "directories or globs")
     p.add_argument("-o", "--output", help="output dataset folder (required unless --print-config)")
     p.add_argument("-c", "--config", help="mapping YAML (default: inferred from the first episode; "
                    "see config/lift_cube.yaml)")
@@ -376,6 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", action="append", default=[], metavar="NAME=GLOB",
                    help="tag files matching GLOB (path or file name) with source NAME; repeatable")
     p.add_argument("--max-episodes", type=int, help="stop after this many episodes")
+    p.add_argument("--format", dest="input_format", choices=l3_inputs.FORMATS,
+                   help="force the input format (default: detected per file from its structure)")
+    p.add_argument("--min-score", type=float, metavar="X",
+                   help="drop platform-export episodes whose score attribute is below X (or missing)")
     p.add_argument("-j", "--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--skip-bad", action="store_true",
@@ -389,13 +409,14 @@ def print_config(args: argparse.Namespace) -> int:
     if args.config:
         m, origin = load_mapping(args.config), args.config
     else:
-        scan = scan_file(files[0], source_of(files[0], parse_source_overrides(args.source)))
+        fmt = l3_inputs.detect(files[0], args.input_format)
+        scan = l3_inputs.scan(files[0], fmt, source_of(files[0], parse_source_overrides(args.source), fmt))
         if not scan.refs:
             raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
-        m, origin = infer_mapping(describe(scan.refs[0]), scan.refs[0].env_name), f"inferred from {files[0]}"
-        terms = describe(scan.refs[0])
+        terms = l3_inputs.describe(scan.refs[0])
+        m, origin = l3_inputs.inferred_mapping(scan.refs[0], terms), f"inferred from {files[0]} ({fmt} format)"
         dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
-        m = with_names(m, dims)
+        m = with_names(m, dims, l3_inputs.source_names(scan.refs[0]))
     sys.stdout.write(dump_mapping(m, f"L3 mapping ({origin}); edit and pass back with --config FILE"))
     return 0
 
@@ -413,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             args.inputs, args.output, config=args.config, success_only=args.success_only,
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
             max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
-            overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty())
+            overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
+            input_format=args.input_format, min_score=args.min_score)
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ See ``config/lift_cube.yaml`` for the shipped example and ``docs/l3.md`` for the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from typing import Any
 import yaml
 
 from l3.errors import ConfigError
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+"""Names that become output path components (camera keys): no '/', '\\', spaces, control characters."""
 
 ROTATION_TYPES = (
     "axis_angle", "quaternion", "rotation_6d", "matrix",
@@ -39,9 +43,13 @@ class Slice:
     absolute: bool = True
     quaternion: tuple[int, int] | None = None
     """Columns (within this key) holding an XYZW quaternion; legacy WXYZ inputs are reordered."""
+    zeros: int | None = None
+    """Padding: this key is ``zeros`` columns of 0.0 for this input (``source`` is empty)."""
 
     def width(self, source_dim: int) -> int:
         """Number of columns this key takes from a source with ``source_dim`` columns."""
+        if self.zeros is not None:
+            return self.zeros
         return len(range(source_dim)[slice(self.start, self.end)])
 
 
@@ -77,12 +85,19 @@ class Mapping:
     video: VideoOptions = field(default_factory=VideoOptions)
     action_dim: int | None = None
     """Expected width of ``actions`` for the L2 schema check (None: not checked)."""
+    inputs: tuple[tuple[str, Mapping], ...] = ()
+    """Per input format (``l2``, ``platform``, ``aloha``): its own state/action/cameras (mixed runs)."""
+
+    def for_format(self, fmt: str) -> Mapping:
+        """The mapping for episodes of input format ``fmt`` (its ``inputs:`` section, else this one)."""
+        return dict(self.inputs).get(fmt, replace(self, inputs=()))
 
     def sources(self) -> list[str]:
         """Every dataset path the mapping reads (state, action, cameras), without duplicates."""
         seen: dict[str, None] = {}
         for s in (*self.state, *self.action):
-            seen[s.source] = None
+            if s.zeros is None:
+                seen[s.source] = None
         for c in self.cameras:
             seen[c.source] = None
         return list(seen)
@@ -94,8 +109,16 @@ class Mapping:
 def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     if isinstance(d, str):
         d = {"from": d}
+    if isinstance(d, dict) and "zeros" in d and "from" not in d:
+        z, names = d["zeros"], d.get("names")
+        if set(d) - {"zeros", "names"} or not isinstance(z, int) or isinstance(z, bool) or z <= 0:
+            raise ConfigError(f"{where}.{key}: padding is {{zeros: N, names: [...]}} with N >= 1")
+        if names is not None and not (isinstance(names, list) and len(names) == z
+                                      and all(isinstance(n, str) for n in names)):
+            raise ConfigError(f"{where}.{key}.names: expected {z} strings")
+        return Slice(key=str(key), source="", zeros=z, names=tuple(names) if names else None)
     if not isinstance(d, dict) or "from" not in d:
-        raise ConfigError(f"{where}.{key}: expected a mapping with 'from: <dataset path>'")
+        raise ConfigError(f"{where}.{key}: expected a mapping with 'from: <dataset path>' (or 'zeros: N')")
     unknown = set(d) - {"from", "slice", "names", "rotation_type", "absolute", "quaternion"}
     if unknown:
         raise ConfigError(f"{where}.{key}: unknown field(s) {sorted(unknown)}")
@@ -137,7 +160,7 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     if not isinstance(d, dict):
         raise ConfigError(f"{where}: expected a YAML mapping at the top level")
     unknown = set(d) - {"robot_type", "fps", "task", "state", "action", "cameras", "annotations",
-                        "video", "action_dim"}
+                        "video", "action_dim", "inputs"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
     for req in ("state", "action"):
@@ -150,8 +173,9 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     if not isinstance(cams, dict):
         raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
     for k in cams:
-        if not str(k) or any(c in str(k) for c in "/\\ ") or str(k) in (".", ".."):
-            raise ConfigError(f"{where}.cameras: invalid camera key {k!r}")
+        if not SAFE_NAME.match(str(k)) or ".." in str(k):
+            raise ConfigError(f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
+                              "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')")
     ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
     if ann is None:
         ann = {}
@@ -167,12 +191,22 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
         raise ConfigError(f"{where}.action_dim: expected a positive integer")
     state = tuple(_slice_from_yaml(f"{where}: state", k, v) for k, v in d["state"].items())
     action = tuple(_slice_from_yaml(f"{where}: action", k, v) for k, v in d["action"].items())
+    inputs = d.get("inputs") or {}
+    if not isinstance(inputs, dict) or not all(isinstance(v, dict) for v in inputs.values()):
+        raise ConfigError(f"{where}.inputs: expected {{format: {{state: ..., action: ..., cameras: ...}}}}")
+    for fmt, sub in inputs.items():
+        if set(sub) - {"state", "action", "cameras", "action_dim"}:
+            raise ConfigError(f"{where}.inputs.{fmt}: only state, action, cameras and action_dim differ per "
+                              f"input format, got {sorted(set(sub) - {'state', 'action', 'cameras', 'action_dim'})}")
     return Mapping(
         robot_type=str(d.get("robot_type", "unknown")), fps=fps, task=str(d.get("task", "")),
         state=state, action=action,
         cameras=tuple(Camera(str(k), str(v).strip("/")) for k, v in cams.items()),
         annotations=tuple((str(k), str(v)) for k, v in ann.items()),
         video=video, action_dim=action_dim,
+        inputs=tuple((str(fmt), mapping_from_dict({**{k: v for k, v in d.items() if k != "inputs"}, **sub},
+                                                  f"{where}: inputs.{fmt}"))
+                     for fmt, sub in inputs.items()),
     )
 
 
@@ -195,6 +229,8 @@ def mapping_to_dict(m: Mapping) -> dict:
     """The YAML document for a Mapping (inverse of :func:`mapping_from_dict`)."""
 
     def sl(s: Slice) -> dict:
+        if s.zeros is not None:
+            return {"zeros": s.zeros, **({"names": list(s.names)} if s.names else {})}
         d: dict[str, Any] = {"from": s.source}
         if s.start is not None or s.end is not None:
             d["slice"] = [s.start or 0, s.end]
@@ -216,6 +252,9 @@ def mapping_to_dict(m: Mapping) -> dict:
     out["cameras"] = {c.key: c.source for c in m.cameras}
     out["annotations"] = dict(m.annotations)
     out["video"] = {"codec": m.video.codec, "crf": m.video.crf, "preset": m.video.preset, "gop": m.video.gop}
+    if m.inputs:
+        out["inputs"] = {fmt: {k: v for k, v in mapping_to_dict(sub).items() if k in ("state", "action", "cameras")}
+                         for fmt, sub in m.inputs}
     return out
 
 
@@ -273,18 +312,25 @@ def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], env_name: str |
                    state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
 
 
-def with_names(m: Mapping, dims: dict[str, int]) -> Mapping:
-    """Fill in missing per-dimension names (``<key>_<i>``) and check given ones against ``dims``.
+def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[str]] | None = None) -> Mapping:
+    """Fill in missing per-dimension names and check given ones against ``dims``.
 
-    ``dims`` maps each source path to its number of columns.
+    ``dims`` maps each source path to its number of columns. Missing names come from
+    ``source_names`` (per-column names of a source, e.g. from a platform export's /meta) when it
+    has one per column, else ``<key>_<i>``.
     """
     def fix(group: str, s: Slice) -> Slice:
+        if s.zeros is not None:
+            return s if s.names else replace(s, names=tuple(f"{s.key}_{i}" for i in range(s.zeros)))
         w = s.width(dims[s.source])
         if s.end is not None and s.end > dims[s.source]:
             raise ConfigError(f"{group}.{s.key}: slice [{s.start}, {s.end}] exceeds the {dims[s.source]} "
                               f"columns of {s.source}")
         if s.quaternion and s.quaternion[1] > w:
             raise ConfigError(f"{group}.{s.key}: quaternion columns {list(s.quaternion)} exceed its width {w}")
+        given = (source_names or {}).get(s.source)
+        if s.names is None and given is not None and len(given) == dims[s.source]:
+            return replace(s, names=tuple(given[slice(s.start, s.end)]))
         if s.names is None:
             return replace(s, names=tuple(f"{s.key}_{i}" for i in range(w)))
         if len(s.names) != w:
@@ -293,3 +339,55 @@ def with_names(m: Mapping, dims: dict[str, int]) -> Mapping:
 
     return replace(m, state=tuple(fix("state", s) for s in m.state),
                    action=tuple(fix("action", s) for s in m.action))
+
+
+# --------------------------------------------------------------------------- mixed inputs
+
+
+def reconcile(mappings: dict[str, Mapping], origins: dict[str, str]) -> Mapping:
+    """The one dataset layout for the mappings of several input formats (names already filled in).
+
+    A LeRobot dataset has one ``observation.state`` / ``action`` layout, so every format's mapping
+    must have the same state and action keys, in the same order, with the same widths, and the same
+    camera keys; otherwise ConfigError names both inputs and their layouts. Names, rotation_type and
+    absolute of a key come from the first format that reads it (not ``zeros`` padding).
+    ``origins`` names an example file per format for the message.
+    """
+    fmts = list(mappings)
+    first = mappings[fmts[0]]
+    if len(fmts) == 1:
+        return first
+
+    def layout(m: Mapping, group: str) -> str:
+        slices = m.state if group == "state" else m.action
+        total = sum(len(s.names or ()) for s in slices)
+        return f"width {total} [" + ", ".join(f"{s.key}:{len(s.names or ())}" for s in slices) + "]"
+
+    def shape(m: Mapping, group: str) -> list[tuple[str, int]]:
+        return [(s.key, len(s.names or ())) for s in (m.state if group == "state" else m.action)]
+
+    for fmt in fmts[1:]:
+        m = mappings[fmt]
+        for group in ("state", "action"):
+            if shape(m, group) != shape(first, group):
+                raise ConfigError(
+                    f"inputs with different {group} layouts cannot share one dataset: {fmts[0]} input "
+                    f"{origins[fmts[0]]} has {group} {layout(first, group)}, {fmt} input {origins[fmt]} has "
+                    f"{group} {layout(m, group)}. A dataset has one observation.state/action layout: give "
+                    "--config with an 'inputs:' section per format that maps each onto the same keys and "
+                    "widths (pad a missing key with {zeros: N}); see docs/l3_real.md")
+        if [c.key for c in m.cameras] != [c.key for c in first.cameras]:
+            raise ConfigError(
+                f"inputs with different cameras cannot share one dataset: {fmts[0]} input {origins[fmts[0]]} "
+                f"has {[c.key for c in first.cameras]}, {fmt} input {origins[fmt]} has {[c.key for c in m.cameras]}; "
+                "map the same camera keys for every format in the config's 'inputs:' sections")
+
+    def merged(group: str) -> tuple[Slice, ...]:
+        out = []
+        for i, s in enumerate(first.state if group == "state" else first.action):
+            real = [(mappings[f].state if group == "state" else mappings[f].action)[i] for f in fmts]
+            src = next((r for r in real if r.zeros is None), s)
+            out.append(replace(src, source=s.source, start=s.start, end=s.end, zeros=s.zeros))
+        return tuple(out)
+
+    return replace(first, state=merged("state"), action=merged("action"), inputs=())

@@ -1,0 +1,150 @@
+"""Input formats: detect each input's layout, dispatch to its reader, one mapping per format.
+
+Formats (one reader each in ``l3/readers/``, all yielding :class:`l3.episode.Episode`):
+
+- ``l2``: L2 HDF5 demos (``/data/demo_<i>``), ``l3.readers.l2_hdf5``;
+- ``platform``: the data platform's export (``chunk_NNN.hdf5`` with ``/data/episode_NNN``, or
+  the ``.tar.gz`` holding them), ``l3.readers.platform_hdf5``;
+- ``aloha``: ALOHA / ACT / Agilex cobot_magic episodes (``/observations``, ``/action``),
+  ``l3.readers.aloha_hdf5``.
+
+A conversion may mix formats. Each format gets its own mapping (the config's ``inputs.<format>``
+section, else its top level, else one inferred from the format's first episode); :func:`plan`
+reconciles them into the one dataset layout or refuses with a message naming both inputs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from l2.schema import source_from_filename
+from l3.episode import Episode
+from l3.errors import ConfigError, InputError
+from l3.mapping import Mapping, infer_mapping, load_mapping, reconcile, with_names
+from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
+from l3.readers.common import open_hdf5
+
+FORMATS = ("l2", "platform", "aloha")
+_READERS = {"l2": l2_hdf5, "platform": platform_hdf5, "aloha": aloha_hdf5}
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+
+
+def detect(file: str, forced: str | None = None) -> str:
+    """The input format of ``file`` from its structure (``forced`` wins when given)."""
+    if forced is not None:
+        if forced not in FORMATS:
+            raise ConfigError(f"unknown input format {forced!r} (one of {', '.join(FORMATS)})")
+        return forced
+    if file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file):
+        return "platform"
+    with open_hdf5(file) as f:
+        if platform_hdf5.is_platform(f):
+            return "platform"
+        if aloha_hdf5.is_aloha(f):
+            return "aloha"
+        if "data" in f or "episodes" in f:
+            return "l2"  # the L2 reader explains what is wrong with it, if anything
+        top = sorted(f.keys())[:8]
+    raise InputError(file, "/", f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 demos), "
+                     "/data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
+                     "--format forces one")
+
+
+def format_of(ref) -> str:
+    return getattr(ref, "format", "l2")
+
+
+def scan(file: str, fmt: str, source: str | None):
+    """Episodes of one input (``.refs`` in order, ``.errors``, ``.source``); ``source`` None: the reader's tag."""
+    if fmt == "l2":
+        return l2_hdf5.scan_file(file, source or source_from_filename(os.path.basename(file)))
+    return _READERS[fmt].scan_file(file, source)
+
+
+def describe(ref) -> dict[str, tuple[tuple[int, ...], str]]:
+    return _READERS[format_of(ref)].describe(ref)
+
+
+def source_names(ref) -> dict[str, list[str]]:
+    """Per-column names of the datasets, from the input itself (platform ``/meta``)."""
+    return platform_hdf5.source_names(ref) if format_of(ref) == "platform" else {}
+
+
+def inferred_mapping(ref, terms: dict) -> Mapping:
+    fmt = format_of(ref)
+    if fmt == "l2":
+        return infer_mapping(terms, ref.env_name)
+    return _READERS[fmt].infer_mapping(terms, ref)
+
+
+def close_cached() -> None:
+    for r in _READERS.values():
+        r.close_cached()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The dataset layout plus, per input format, its mapping and the per-row shape of each source."""
+
+    layout: Mapping
+    mappings: dict[str, Mapping]
+    dims: dict[str, dict[str, tuple[int, ...]]]
+    camera_shapes: dict[str, tuple[int, int]]
+
+    def read_mapping(self, fmt: str) -> Mapping:
+        """The format's mapping without its ``zeros`` padding keys (what the reader reads)."""
+        m = self.mappings[fmt]
+        return replace(m, state=tuple(s for s in m.state if s.zeros is None),
+                       action=tuple(s for s in m.action if s.zeros is None))
+
+
+def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
+    """Mappings per format (from ``config`` or inferred from each format's first episode), reconciled."""
+    firsts: dict[str, object] = {}
+    for r in candidates:
+        firsts.setdefault(format_of(r), r)
+    base = config if isinstance(config, Mapping) or config is None else load_mapping(config)
+    mappings, dims, origins = {}, {}, {}
+    for fmt, ref in firsts.items():
+        terms = describe(ref)
+        m = base.for_format(fmt) if base is not None else inferred_mapping(ref, terms)
+        for p in m.sources():
+            if p not in terms:
+                raise InputError(ref.file, f"{ref.group}/{p}", "missing mapped term")
+        d = {p: tuple(terms[p][0][1:]) for p in m.sources()}
+        m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))
+        mappings[fmt], dims[fmt], origins[fmt] = m, d, ref.file
+    layout = reconcile(mappings, origins)
+    if "platform" in mappings and layout.fps != platform_hdf5.FPS:
+        raise ConfigError(f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
+                          f"grid ({origins['platform']}); set fps: {platform_hdf5.FPS} in the config")
+    cams: dict[str, tuple[int, int]] = {}
+    for fmt, m in mappings.items():
+        for c in m.cameras:
+            hw = tuple(dims[fmt][c.source][:2])
+            if c.key in cams and cams[c.key] != hw:
+                other = next(f for f in mappings if f != fmt)
+                raise ConfigError(f"camera {c.key}: frames are {hw[1]}x{hw[0]} in {fmt} input {origins[fmt]} but "
+                                  f"{cams[c.key][1]}x{cams[c.key][0]} in {other} input {origins[other]}; "
+                                  "one video size per camera key (frames are not resized)")
+            cams.setdefault(c.key, hw)
+    return Plan(layout, mappings, dims, cams)
+
+
+def read_episode(ref, p: Plan, task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    """Read one episode with its format's reader and mapping; ``zeros`` keys are filled with 0.0."""
+    fmt = format_of(ref)
+    m = p.mappings[fmt]
+    ep = _READERS[fmt].read_episode(ref, p.read_mapping(fmt), p.dims[fmt], task=task, check=check,
+                                    check_frames=check_frames)
+    if any(s.zeros is not None for s in (*m.state, *m.action)):
+        pad = lambda s, got: got[s.key] if s.zeros is None else np.zeros((ep.length, s.zeros), np.float32)  # noqa: E731
+        ep.state = {s.key: pad(s, ep.state) for s in m.state}
+        ep.action = {s.key: pad(s, ep.action) for s in m.action}
+    if fmt != "l2":
+        ep.fields.setdefault("format", fmt)
+    return ep

@@ -1,0 +1,136 @@
+"""Small helpers shared by the real-robot readers (platform export, ALOHA)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+
+import h5py
+import numpy as np
+
+from l3.errors import InputError
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def check_name(file: str, path: str, name: str, what: str = "camera name") -> str:
+    """Return ``name`` if it is safe as a path component of the output, else raise InputError."""
+    if not SAFE_NAME.match(name) or ".." in name or len(name) > 100:
+        raise InputError(file, path, f"unsafe {what} {name!r}: it becomes part of the output paths; "
+                         "allowed: letters, digits, '_', '-', '.', '+' (no '..', no leading '.' or '-')")
+    return name
+
+
+def attr_text(v) -> str:
+    """An HDF5 string attribute as text: h5py vlen str, bytes / numpy bytes (fixed length), 0-d arrays."""
+    if isinstance(v, np.ndarray) and v.shape == ():
+        v = v[()]
+    if isinstance(v, bytes | np.bytes_):
+        return bytes(v).decode("utf-8")
+    return str(v)
+
+
+def attr_list(v) -> list[str] | None:
+    """A list of names from an attribute: string array, JSON list, JSON {"names": [...]} / {"k": [...]}."""
+    if v is None:
+        return None
+    if isinstance(v, np.ndarray) and v.ndim >= 1:
+        return [attr_text(x) for x in v.reshape(-1)]
+    if isinstance(v, list | tuple):
+        return [attr_text(x) for x in v]
+    text = attr_text(v)
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return [s.strip() for s in text.split(",") if s.strip()] or None
+    return names_from_json(doc)
+
+
+def names_from_json(doc) -> list[str] | None:
+    if isinstance(doc, list):
+        flat = [x for sub in doc for x in (sub if isinstance(sub, list) else [sub])]
+        return [str(x) for x in flat] if flat else None
+    if isinstance(doc, dict):
+        if "names" in doc:
+            return names_from_json(doc["names"])
+        lists = [v for v in doc.values() if isinstance(v, list)]
+        if len(lists) == 1:  # LeRobot style {"motors": [...]}
+            return names_from_json(lists[0])
+    return None
+
+
+def check_finite(file: str, path: str, a: np.ndarray) -> None:
+    if not np.isfinite(a).all():
+        bad = np.argwhere(~np.isfinite(a))[0]
+        what = "NaN" if np.isnan(a[tuple(bad)]) else "infinite value"
+        raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
+
+
+def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | None, check: bool,
+               rows_of: str) -> np.ndarray:
+    """A mapped (T, d) float dataset as float32 (float64 inputs are cast), checked against ``row_shape``."""
+    if not isinstance(ds, h5py.Dataset):
+        raise InputError(file, path, "missing mapped dataset" if ds is None else "is not a dataset")
+    if ds.dtype.kind != "f" or ds.ndim != 2:
+        raise InputError(file, path, f"expected a (T, d) float array, got {ds.dtype.name} {ds.shape}")
+    if ds.shape[0] != T:
+        raise InputError(file, path, f"{ds.shape[0]} rows but the episode has {T} ({rows_of})")
+    if row_shape is not None and tuple(ds.shape[1:]) != tuple(row_shape):
+        raise InputError(file, path, f"shape {ds.shape} differs from {(T, *row_shape)} in the first episode")
+    a = ds[()]
+    if a.dtype != np.float32:
+        a = a.astype(np.float32)
+    if check:
+        check_finite(file, path, a)
+    return a
+
+
+def open_hdf5(file: str, opener: Callable[[], h5py.File] | None = None) -> h5py.File:
+    """Open an HDF5 file read-only (or call ``opener``); every failure is an InputError at ``/``."""
+    if opener is None:
+        try:
+            size = os.path.getsize(file)
+        except OSError as e:
+            raise InputError(file, "/", f"cannot read file ({e.strerror})") from None
+        if size == 0:
+            raise InputError(file, "/", "empty file (0 bytes), not an HDF5 file")
+    try:
+        return opener() if opener is not None else h5py.File(file, "r")
+    except OSError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(file, "/", f"cannot open as HDF5, truncated or corrupt? ({first})") from None
+
+
+class OneFileCache:
+    """Per-process cache of one open file (episodes arrive file by file in each worker)."""
+
+    def __init__(self) -> None:
+        self.key = None
+        self.f: h5py.File | None = None
+        self.extra = None
+
+    def get(self, key, open_fn: Callable[[], h5py.File]) -> h5py.File:
+        if self.key != key or self.f is None or not self.f.id.valid:
+            self.close()
+            self.f = open_fn()
+            self.key = key
+        return self.f
+
+    def close(self) -> None:
+        if self.f is not None:
+            try:
+                self.f.close()
+            except Exception:  # noqa: BLE001 - closing a broken file must not raise
+                pass
+        self.key, self.f = None, None
+
+
+class FileScan:
+    """Result of scanning one input: its episodes (in order), per-episode errors, its source tag."""
+
+    def __init__(self, file: str, source: str):
+        self.file, self.source = file, source
+        self.refs: list = []
+        self.errors: list[InputError] = []

@@ -1,0 +1,405 @@
+"""Reader for the robot-data platform's HDF5 export (``shared/spec/platform-hdf5-input.md``).
+
+Input: ``chunk_NNN.hdf5`` files, or the ``.tar.gz`` archive holding them (read without unpacking to
+disk: one chunk member at a time is decompressed into memory, so memory is bounded by one chunk
+file per process). Each chunk holds ``/data/episode_NNN`` groups with ``action``,
+``observation.state``, ``observation.gripper`` (T, d) floats and ``observation.images.<camera>``
+(T,) JPEG rows, episode attrs ``task``, ``task_zh``, ``score``, and a ``/meta`` group (field
+names; AgiBot: robot type, URDF, camera calibration JSON). Episodes are ordered by chunk number,
+then episode number, numerically. Frames are on the export's fixed 30 Hz grid.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import tarfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+
+from l3.episode import Episode
+from l3.errors import InputError
+from l3.mapping import Camera, Mapping, Slice
+from l3.readers.common import (FileScan, OneFileCache, attr_list, attr_text, check_name, open_hdf5,
+                               read_float)
+from l3.readers.jpeg import JpegFrames, first_frame_shape
+
+FORMAT = "platform"
+FPS = 30
+"""The export's fixed frame grid (its ``hz`` option only picks which message fills a frame)."""
+DEFAULT_SOURCE = "platform"
+DATA, META = "data", "meta"
+ACTION, STATE, GRIPPER = "action", "observation.state", "observation.gripper"
+IMAGE_PREFIX = "observation.images."
+GRIPPER_NAMES = ("right_gripper", "left_gripper")
+CHUNK_RE = re.compile(r"chunk_(\d+)\.(?:hdf5|h5)$")
+EPISODE_RE = re.compile(r"episode_(\d+)$")
+
+
+@dataclass(frozen=True)
+class PlatformRef:
+    """A picklable pointer to one episode (in a chunk file or in a chunk member of an archive)."""
+
+    file: str
+    """Chunk file path, or ``<archive>/<member>`` for a chunk inside an archive (used in messages)."""
+    episode: str
+    length: int
+    source: str
+    chunk: int | None
+    task: str | None
+    task_zh: str | None
+    score: float | None
+    robot_type: str | None = None
+    archive: str | None = None
+    member: str | None = None
+    offset: int = 0
+    size: int = 0
+    format: str = FORMAT
+    success: bool = True
+    legacy: bool = False
+    env_name: str | None = None
+
+    @property
+    def group(self) -> str:
+        return f"/{DATA}/{self.episode}"
+
+
+def is_platform(f: h5py.File) -> bool:
+    """True when ``/data`` holds ``episode_<N>`` groups."""
+    data = f.get(DATA)
+    return isinstance(data, h5py.Group) and any(EPISODE_RE.match(k) for k in data.keys())
+
+
+def is_archive(path: str) -> bool:
+    if os.path.isdir(path):
+        return False
+    try:
+        return tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
+def chunk_number(name: str) -> int | None:
+    m = CHUNK_RE.search(os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------- opening (file or archive member)
+
+
+class _Archive:
+    """Forward reads of a (gzip-compressed) tar archive at known member offsets."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        self.f = gzip.open(path, "rb") if gz else open(path, "rb")
+
+    def read(self, display: str, offset: int, size: int) -> bytes:
+        try:
+            self.f.seek(offset)  # gzip: forward seeks decompress and skip; members are read in order
+            data = self.f.read(size)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(display, "/", f"cannot read from the archive, truncated or corrupt? ({e})") from None
+        if len(data) != size:
+            raise InputError(display, "/", f"archive member truncated ({len(data)} of {size} bytes)")
+        return data
+
+    def close(self) -> None:
+        self.f.close()
+
+
+_FILES = OneFileCache()
+_ARCHIVES: dict[str, _Archive] = {}
+
+
+def _open_ref(ref: PlatformRef) -> h5py.File:
+    if ref.archive is None:
+        return open_hdf5(ref.file)
+    arch = _ARCHIVES.get(ref.archive)
+    if arch is None:
+        close_cached()
+        arch = _ARCHIVES[ref.archive] = _Archive(ref.archive)
+    data = arch.read(ref.file, ref.offset, ref.size)
+    return open_hdf5(ref.file, lambda: h5py.File(io.BytesIO(data), "r"))
+
+
+@contextmanager
+def _cached(ref: PlatformRef) -> Iterator[h5py.File]:
+    f = _FILES.get((ref.archive, ref.file), lambda: _open_ref(ref))
+    try:
+        yield f
+    except BaseException:
+        _FILES.close()
+        raise
+
+
+def close_cached() -> None:
+    """Close the chunk file (and archive) kept open by :func:`read_episode`."""
+    _FILES.close()
+    for a in _ARCHIVES.values():
+        a.close()
+    _ARCHIVES.clear()
+
+
+# --------------------------------------------------------------------------- scan
+
+
+@dataclass
+class _Meta:
+    robot_type: str | None
+    names: dict[str, list[str]]
+    calibration: dict[str, dict[str, str]]
+
+
+def _read_meta(f: h5py.File, file: str) -> _Meta:
+    """Field names, robot type and camera calibration from ``/meta`` (absent or partial is fine)."""
+    meta = f.get(META)
+    robot = None
+    for holder, key in ((f.attrs, "meta.robot_type"), (f.attrs, "robot_type")):
+        if key in holder:
+            robot = attr_text(holder[key])
+    names: dict[str, list[str]] = {}
+    calib: dict[str, dict[str, str]] = {}
+    if not isinstance(meta, h5py.Group):
+        return _Meta(robot, names, calib)
+    try:
+        for key in ("meta.robot_type", "robot_type"):
+            if key in meta.attrs:
+                robot = attr_text(meta.attrs[key])
+        for field in (ACTION, STATE, GRIPPER):
+            found = None
+            for key in (f"{field}.names", f"{field}/names", f"{field}_names", field):
+                if found is None and key in meta.attrs:
+                    found = attr_list(meta.attrs[key])
+            sub = meta.get(field)
+            if found is None and isinstance(sub, h5py.Group) and "names" in sub.attrs:
+                found = attr_list(sub.attrs["names"])
+            if found is None and isinstance(sub, h5py.Group) and isinstance(sub.get("names"), h5py.Dataset):
+                found = attr_list(sub["names"][()])
+            if found:
+                names[field] = found
+        cams = meta.get("camera")
+        if isinstance(cams, h5py.Group):
+            for cam, g in cams.items():
+                if not isinstance(g, h5py.Group):
+                    continue
+                calib[cam] = {k: attr_text(g[k][()]) for k in ("intrinsic", "extrinsic")
+                              if isinstance(g.get(k), h5py.Dataset)}
+    except (UnicodeDecodeError, OSError, KeyError, ValueError, TypeError) as e:
+        raise InputError(file, f"/{META}", f"cannot read meta ({e})") from None
+    return _Meta(robot, names, calib)
+
+
+def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **where) -> None:
+    data = f.get(DATA)
+    if not isinstance(data, h5py.Group):
+        raise InputError(file, f"/{DATA}", "missing group (not a platform export chunk)")
+    meta = _read_meta(f, file)
+    src = source or meta.robot_type or DEFAULT_SOURCE
+    scan.source = src
+    numbered = []
+    for name in data.keys():
+        m = EPISODE_RE.match(name)
+        if m:
+            numbered.append((int(m.group(1)), name))
+        else:
+            scan.errors.append(InputError(file, f"/{DATA}/{name}", "unexpected entry (expected episode_<NNN>)"))
+    if not numbered:
+        raise InputError(file, f"/{DATA}", "no episode_<NNN> groups (empty export chunk)")
+    for _, name in sorted(numbered):
+        where_ = f"/{DATA}/{name}"
+        g = data[name]
+        try:
+            if not isinstance(g, h5py.Group):
+                raise InputError(file, where_, "is not a group")
+            for k in g.keys():
+                if k.startswith(IMAGE_PREFIX):
+                    check_name(file, f"{where_}/{k}", k[len(IMAGE_PREFIX):])
+            ds = g.get(ACTION)
+            if not isinstance(ds, h5py.Dataset) or not ds.shape:
+                raise InputError(file, f"{where_}/{ACTION}", "missing dataset (its rows define T)")
+            T = int(ds.shape[0])
+            if T == 0:
+                raise InputError(file, f"{where_}/{ACTION}", "0 rows (empty episode)")
+            try:
+                task = attr_text(g.attrs["task"]) if "task" in g.attrs else None
+                task_zh = attr_text(g.attrs["task_zh"]) if "task_zh" in g.attrs else None
+            except UnicodeDecodeError as e:
+                raise InputError(file, where_, f"task attribute is not UTF-8 ({e})") from None
+            score = None
+            if "score" in g.attrs:
+                try:
+                    score = float(np.asarray(g.attrs["score"]).reshape(-1)[0])
+                except (ValueError, TypeError, IndexError):
+                    raise InputError(file, where_, f"score attribute is not a number: {g.attrs['score']!r}") from None
+        except InputError as e:
+            scan.errors.append(e)
+            continue
+        scan.refs.append(PlatformRef(
+            file=file, episode=name, length=T, source=src, chunk=where.get("chunk"),
+            task=task.strip() or None if task is not None else None, task_zh=task_zh, score=score,
+            robot_type=meta.robot_type, **{k: v for k, v in where.items() if k != "chunk"}))
+
+
+def scan_file(file: str, source: str | None = None) -> FileScan:
+    """List the episodes of a chunk file or of an export archive (attributes only), in order."""
+    scan = FileScan(file, source or DEFAULT_SOURCE)
+    if is_archive(file):
+        return _scan_archive(file, scan, source)
+    with open_hdf5(file) as f:
+        try:
+            _scan_h5(f, file, scan, source, chunk=chunk_number(file))
+        except InputError:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise InputError(file, "/", f"cannot read HDF5 metadata, truncated or corrupt? ({e})") from None
+    return scan
+
+
+def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
+    members = []
+    try:
+        with tarfile.open(archive, "r|*") as tf:
+            for m in tf:
+                n = chunk_number(m.name)
+                if not m.isfile() or n is None:
+                    continue
+                display = f"{archive}/{m.name}"
+                data = tf.extractfile(m).read()
+                part = FileScan(display, scan.source)
+                with open_hdf5(display, lambda: h5py.File(io.BytesIO(data), "r")) as f:
+                    try:
+                        _scan_h5(f, display, part, source, chunk=n, archive=archive, member=m.name,
+                                 offset=m.offset_data, size=m.size)
+                    except InputError:
+                        raise
+                    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+                        raise InputError(display, "/", f"cannot read HDF5 metadata ({e})") from None
+                members.append((n, part))
+                del data
+    except (tarfile.TarError, EOFError, zlib.error) as e:
+        raise InputError(archive, "/", f"cannot read the archive, truncated or corrupt? ({e})") from None
+    except OSError as e:
+        raise InputError(archive, "/", f"cannot read the archive, truncated or corrupt? ({e})") from None
+    if not members:
+        raise InputError(archive, "/", "archive holds no chunk_NNN.hdf5 files")
+    for _, part in sorted(members, key=lambda p: p[0]):
+        scan.refs += part.refs
+        scan.errors += part.errors
+        scan.source = part.source
+    return scan
+
+
+# --------------------------------------------------------------------------- read
+
+
+def _camera_ds(file: str, path: str, ds, T: int) -> h5py.Dataset:
+    if not isinstance(ds, h5py.Dataset):
+        raise InputError(file, path, "missing mapped camera" if ds is None else "is not a dataset")
+    jpeg_rows = ds.ndim == 1 and (ds.dtype.kind in "OSV" or h5py.check_vlen_dtype(ds.dtype) is not None)
+    if not (jpeg_rows or (ds.ndim == 2 and ds.dtype == np.uint8)):
+        raise InputError(file, path, f"expected one JPEG per row ((T,) vlen uint8 or bytes), got "
+                         f"{ds.dtype} {ds.shape}")
+    if ds.shape[0] != T:
+        raise InputError(file, path, f"{ds.shape[0]} frames but the episode has {T} rows ({ACTION})")
+    return ds
+
+
+def describe(ref: PlatformRef) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype of every dataset of one episode; cameras as (T, H, W, 3) uint8 (frame 0 decoded)."""
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    with _cached(ref) as f:
+        g = f[ref.group]
+        for name, ds in g.items():
+            if not isinstance(ds, h5py.Dataset):
+                continue
+            if name.startswith(IMAGE_PREFIX):
+                path = f"{ref.group}/{name}"
+                cam = name[len(IMAGE_PREFIX):]
+                _camera_ds(ref.file, path, ds, ds.shape[0] if ds.shape else 0)
+                h, w = first_frame_shape(ref.file, path, ds, lambda i, c=cam: f"camera {c}, frame {i}")
+                out[name] = ((ds.shape[0], h, w, 3), "uint8")
+            else:
+                out[name] = (tuple(ds.shape), ds.dtype.name)
+    return out
+
+
+def source_names(ref: PlatformRef) -> dict[str, list[str]]:
+    """Per-column names of the episode's datasets from ``/meta`` (gripper: [right, left] by convention)."""
+    with _cached(ref) as f:
+        names = _read_meta(f, ref.file).names
+        g = f[ref.group]
+        grip = g.get(GRIPPER)
+        if GRIPPER not in names and isinstance(grip, h5py.Dataset) and grip.shape[1:] == (2,):
+            names[GRIPPER] = list(GRIPPER_NAMES)
+    return names
+
+
+def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], ref: PlatformRef) -> Mapping:
+    """Default mapping: state.joints (+ state.gripper), action.joints, every camera as video.<cam>."""
+    state = [Slice("joints", STATE)] if STATE in terms else []
+    if GRIPPER in terms:
+        state.append(Slice("gripper", GRIPPER))
+    if not state:
+        raise InputError(ref.file, f"{ref.group}/{STATE}", "missing dataset (cannot infer a mapping)")
+    cams = tuple(Camera(n[len(IMAGE_PREFIX):], n) for n in sorted(terms) if n.startswith(IMAGE_PREFIX))
+    return Mapping(robot_type=ref.robot_type or DEFAULT_SOURCE, fps=FPS, task="unspecified task",
+                   state=tuple(state), action=(Slice("joints", ACTION),), cameras=cams)
+
+
+def read_episode(ref: PlatformRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
+                 task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    """Read and check one episode (see :func:`l3.readers.l2_hdf5.read_episode` for the arguments)."""
+    file, T = ref.file, ref.length
+    with _cached(ref) as f:
+        try:
+            if ref.group not in f:
+                raise InputError(file, ref.group, "missing episode group")
+            g = f[ref.group]
+            if check:  # every dataset is frame-aligned: T rows
+                for name, ds in g.items():
+                    if isinstance(ds, h5py.Dataset) and (ds.shape[0] if ds.shape else 0) != T:
+                        what = "frames" if name.startswith(IMAGE_PREFIX) else "rows"
+                        raise InputError(file, f"{ref.group}/{name}", f"{ds.shape[0] if ds.shape else 0} {what} "
+                                         f"but the episode has {T} rows ({ACTION})")
+            arrays: dict[str, np.ndarray] = {}
+            for s in (*mapping.state, *mapping.action):
+                if s.source not in arrays:
+                    arrays[s.source] = read_float(file, f"{ref.group}/{s.source}", g.get(s.source), T,
+                                                  dims[s.source], check, ACTION)
+            cameras: dict[str, JpegFrames] = {}
+            for c in mapping.cameras:
+                path = f"{ref.group}/{c.source}"
+                _camera_ds(file, path, g.get(c.source), T)
+                h, w = dims[c.source][:2]
+                name = c.source[len(IMAGE_PREFIX):] if c.source.startswith(IMAGE_PREFIX) else c.source
+                cameras[c.key] = JpegFrames(lambda: _cached(ref), file, path, (T, h, w, 3),
+                                            lambda i, n=name: f"camera {n}, frame {i}")
+            calib = _read_meta(f, file).calibration
+        except InputError:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise InputError(file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
+    if check_frames:
+        for cam in cameras.values():
+            for _ in cam.chunks():
+                pass
+    fields = {"file": ref.archive or ref.file, "chunk": os.path.basename(ref.member or ref.file),
+              "episode": ref.episode, "task_zh": ref.task_zh, "score": ref.score}
+    used = {c.source[len(IMAGE_PREFIX):] for c in mapping.cameras}
+    if any(k in used for k in calib):
+        fields["camera_calibration"] = {k: v for k, v in calib.items() if k in used}
+    take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start:s.end])  # noqa: E731
+    return Episode(length=T, state={s.key: take(s) for s in mapping.state},
+                   action={s.key: take(s) for s in mapping.action}, cameras=cameras,
+                   task=task if task is not None else (ref.task or mapping.task), source=ref.source,
+                   success=True, fields=fields)
