@@ -114,6 +114,13 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
         m = base.for_format(fmt) if base is not None else inferred_mapping(ref, terms)
         for p in m.sources():
             if p not in terms:
+                if base is not None and len(firsts) > 1 and fmt not in dict(base.inputs):
+                    others = ", ".join(f"{f} input {r.file}" for f, r in firsts.items() if f != fmt)
+                    raise ConfigError(
+                        f"mixed inputs: the config maps '{p}', which {fmt} input {ref.file} does not have "
+                        f"(the mapping was written for {others}); give the config an 'inputs: {{{fmt}: ...}}' "
+                        "section mapping this format onto the same state/action keys and widths (see "
+                        "config/mixed_sim_platform.yaml, docs/l3_real.md)")
                 raise InputError(ref.file, f"{ref.group}/{p}", "missing mapped term")
         d = {p: tuple(terms[p][0][1:]) for p in m.sources()}
         m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))

@@ -20,6 +20,8 @@ import av
 import h5py
 import numpy as np
 
+SIZE = (120, 160)
+"""Frame (H, W): small, but large enough for camera-like PSNR (at 48x64, 4:2:0 chroma edges cap it near 31 dB)."""
 PLATFORM_CAMERAS = ("cam_high", "cam_left_wrist", "cam_right_wrist")
 STATE_NAMES = [f"{side}_joint{i}" for side in ("right", "left") for i in range(1, 8)]
 ACTION_NAMES = STATE_NAMES + ["right_gripper_cmd", "left_gripper_cmd"]
@@ -28,16 +30,18 @@ TASKS = [("Pick up the red cup and place it on the tray.", "拿起红色杯子�
 
 
 def render(t: int, h: int, w: int, cam: int) -> np.ndarray:
-    """A smooth camera-like image that changes every frame: lit gradient, a moving box and a disc."""
+    """A smooth camera-like image that changes every frame: lit gradients, a moving box and a disc."""
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     img = np.empty((h, w, 3), np.float32)
     img[..., 0] = 90 + 60 * np.sin((xx + 3 * t) / (w / 3) + cam)
     img[..., 1] = 100 + 50 * np.cos((yy - 2 * t) / (h / 2.5))
     img[..., 2] = 120 + 40 * np.sin((xx + yy) / (w / 2) + 0.2 * t)
-    x0, y0 = (4 + 3 * t + 7 * cam) % (w - 16), (h // 3 + t) % (h - 12)
-    img[y0:y0 + 12, x0:x0 + 16] = (220, 40 + 10 * cam, 40)
+    x0, y0 = (4 + 3 * t + 7 * cam) % (w - 16), (h // 3 + t) % (h - 12)  # soft-edged box and disc
+    box = np.clip(np.minimum.reduce([xx - x0, x0 + 16 - xx, yy - y0, y0 + 12 - yy]) / 2.0, 0, 1)[..., None]
+    img = img * (1 - box) + box * np.array([220, 40 + 10 * cam, 40], np.float32)
     cy, cx = h * 0.7, (w * 0.3 + 2 * t) % w
-    img[(yy - cy) ** 2 + (xx - cx) ** 2 < (h / 8) ** 2] = (30, 160, 220)
+    disc = np.clip((h / 8 - np.sqrt((yy - cy) ** 2 + (xx - cx) ** 2)) / 2.0, 0, 1)[..., None]
+    img = img * (1 - disc) + disc * np.array([30, 160, 220], np.float32)
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
@@ -79,7 +83,7 @@ def _jpeg_dataset(g: h5py.Group, name: str, jpegs: list[bytes], rows: str) -> No
 
 
 def make_platform_chunk(path: str | Path, first_episode: int, lengths: list[int], *, seed: int = 0,
-                        cameras=PLATFORM_CAMERAS, size: tuple[int, int] = (48, 64), attrs_bytes: bool = False,
+                        cameras=PLATFORM_CAMERAS, size: tuple[int, int] = SIZE, attrs_bytes: bool = False,
                         rows: str = "vlen", dtype=np.float32, meta: str | None = "mcap", scores=None,
                         episode_names: list[str] | None = None) -> Path:
     """One chunk file with episodes episode_<first>.. of the given lengths (arrays are random)."""
@@ -136,7 +140,7 @@ def make_tar_gz(path: str | Path, files: list[Path], prefix: str = "export/") ->
 
 
 def make_aloha_file(path: str | Path, T: int, *, seed: int = 0, compress: bool = False,
-                    cameras=PLATFORM_CAMERAS, size: tuple[int, int] = (48, 64), sim: bool = False,
+                    cameras=PLATFORM_CAMERAS, size: tuple[int, int] = SIZE, sim: bool = False,
                     base_action: bool = True) -> Path:
     """One ALOHA episode as written by record_episodes.py (raw frames, or padded JPEG with compress=True)."""
     rng = np.random.default_rng(seed)
