@@ -10,7 +10,6 @@ JPEGs are encoded with PyAV's mjpeg encoder (no Pillow needed).
 
 from __future__ import annotations
 
-import io
 import json
 import tarfile
 from fractions import Fraction
@@ -175,12 +174,3 @@ def make_aloha_file(path: str | Path, T: int, *, seed: int = 0, compress: bool =
             f.create_dataset("compress_len", data=np.array(lens, dtype=np.float32))
     return path
 
-
-def tar_bytes(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
