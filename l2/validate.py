@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -124,7 +125,7 @@ def _attr_or_none(obj: h5py.HLObject, key: str) -> object | None:
 
 def _row_blocks(dset: h5py.Dataset) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(first_row, rows)`` blocks of about CHUNK_BYTES."""
-    row_bytes = dset.dtype.itemsize * int(np.prod(dset.shape[1:], dtype=np.int64))
+    row_bytes = dset.dtype.itemsize * math.prod(dset.shape[1:])
     step = max(1, CHUNK_BYTES // max(1, row_bytes))
     if dset.chunks:  # align blocks with storage chunks so each chunk is decompressed once
         step = max(dset.chunks[0], step - step % dset.chunks[0])
@@ -134,6 +135,9 @@ def _row_blocks(dset: h5py.Dataset) -> Iterator[tuple[int, np.ndarray]]:
 
 def _bad_rows(dset: h5py.Dataset, is_bad: Callable[[np.ndarray], np.ndarray]) -> tuple[int, int]:
     """(number of rows flagged by ``is_bad``, first flagged row or -1)."""
+    if isinstance(dset, Term) and isinstance(dset.data, np.ndarray):  # in memory: one block
+        rows = np.flatnonzero(is_bad(dset.data))
+        return rows.size, int(rows[0]) if rows.size else -1
     count, first = 0, -1
     for start, block in _row_blocks(dset):
         rows = np.flatnonzero(is_bad(block))
@@ -144,7 +148,10 @@ def _bad_rows(dset: h5py.Dataset, is_bad: Callable[[np.ndarray], np.ndarray]) ->
 
 
 def _non_finite(block: np.ndarray) -> np.ndarray:
-    return ~np.isfinite(block).all(axis=tuple(range(1, block.ndim)))
+    finite = np.isfinite(block)
+    if finite.all():
+        return np.zeros(len(block), dtype=bool)
+    return ~finite.all(axis=tuple(range(1, block.ndim)))
 
 
 def _off_unit_quat(block: np.ndarray) -> np.ndarray:

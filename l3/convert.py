@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo root importable
@@ -34,7 +35,8 @@ from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
 from l3.readers.l2_hdf5 import EpisodeRef, quaternion_notice  # noqa: E402
-from l3.writer import INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, float_ranges, write_episode  # noqa: E402
+from l3.writer import (  # noqa: E402
+    INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, renumber_episode, write_episode)
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
 
@@ -138,21 +140,14 @@ def _init_worker(state: dict) -> None:
     _W.update(state)
 
 
-def _check(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None, tuple | None]:
-    """Check pass: read and validate one episode; return the column ranges of state and action."""
+def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
+    """Read, check and write one episode in one go (its files are removed again if it is bad)."""
+    ref, job = item
     try:
-        ep = l3_inputs.read_episode(ref, _W["plan"], check_frames=True)
+        ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "")
+        return ref, None, write_episode(_W["root"], _W["layout"], ep, job)
     except InputError as e:
         return ref, e, None
-    s = np.concatenate(list(ep.state.values()), axis=1)
-    a = np.concatenate(list(ep.action.values()), axis=1)
-    return ref, None, (s.min(0), s.max(0), a.min(0), a.max(0))
-
-
-def _write(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
-    ref, job = item
-    ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "", check=False)
-    return write_episode(_W["root"], _W["layout"], ep, job, _W["ranges"])
 
 
 def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool) -> Iterator:
@@ -263,48 +258,19 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         summary.notices.append(quaternion_notice(file, plan.mappings["l2"]))
         log(summary.notices[-1])
 
-    # 3. check pass: read every candidate once, in order, until --max-episodes are good
-    state = {"plan": plan}
-    kept: list[EpisodeRef] = []
-    lo_s = hi_s = lo_a = hi_a = None
-    pending = candidates
-    while pending and (max_episodes is None or len(kept) < max_episodes):
-        take = pending if max_episodes is None else pending[: max_episodes - len(kept)]
-        pending = pending[len(take):]
-        for ref, err, rng in _run(_check, take, workers, state, "checking", progress):
-            if err is not None:
-                if not skip_bad:
-                    raise err
-                summary.skipped.append(str(err))
-                summary.per_source[ref.source].bad += 1
-                continue
-            kept.append(ref)
-            s0, s1, a0, a1 = rng
-            lo_s = s0 if lo_s is None else np.minimum(lo_s, s0)
-            hi_s = s1 if hi_s is None else np.maximum(hi_s, s1)
-            lo_a = a0 if lo_a is None else np.minimum(lo_a, a0)
-            hi_a = a1 if hi_a is None else np.maximum(hi_a, a1)
-    if not kept:
-        raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
-
-    # 4. final numbering, tasks and layout
-    validity = any(kind == "validity" for _, kind in mapping.annotations)
-    ep_task = lambda r: getattr(r, "task", None) or mapping.task  # noqa: E731 - per-episode task (platform)
-    tasks: list[str] = list(dict.fromkeys(ep_task(r) for r in kept))
-    if validity:
-        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in kept) and t not in tasks]
+    # 3. number from the scan: the final numbers unless an episode turns out bad (--skip-bad)
+    layout = Layout(mapping, plan.camera_shapes)
+    expected = candidates if max_episodes is None else candidates[:max_episodes]
+    tasks = _tasks_for(expected, mapping)
+    tasks += [t for t in _tasks_for(candidates, mapping) if t not in tasks]  # used only past --max-episodes
     task_id = {t: k for k, t in enumerate(tasks)}
     jobs, offset = [], 0
-    for i, ref in enumerate(kept):
-        label, task = VALID if ref.success else INVALID, ep_task(ref)
-        jobs.append((ref, EpisodeJob(index=i, offset=offset, task_index=task_id[task],
-                                     validity_index=task_id.get(label, task_id[task]),
-                                     tasks=[task, label] if validity else [task])))
+    for p, ref in enumerate(candidates):
+        jobs.append((ref, _job(ref, p, offset, task_id, mapping)))
         offset += ref.length
-    layout = Layout(mapping, plan.camera_shapes)
-    ranges = float_ranges(layout, (lo_s, hi_s), (lo_a, hi_a), max(r.length for r in kept))
 
-    # 5. write into a temporary folder beside the target, validate, rename into place
+    # 4. one pass into a temporary folder beside the target: each episode is read, checked and
+    #    written once, in order; then validate and rename into place
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -312,18 +278,46 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     meta = None
     try:
         meta = MetaWriter(tmp, layout, tasks)
-        state.update(root=tmp, layout=layout, ranges=ranges)
-        for r in _run(_write, jobs, workers, state, "writing", progress):
-            meta.add(r)
-            c = summary.per_source[r.episode["source"]]
-            c.kept += 1
-            c.frames += r.length
-            if not r.episode["success"]:
-                c.failed_kept += 1
-            summary.nbytes += r.nbytes
-            summary.video_frames += r.video_frames
-        meta.finish(ranges)
-        violations = l3_validate.validate(tmp)
+        state = {"plan": plan, "root": tmp, "layout": layout}
+        kept: list[tuple[EpisodeRef, int, bool]] = []
+        pending, offset = jobs, 0
+        while pending and (max_episodes is None or len(kept) < max_episodes):
+            take = pending if max_episodes is None else pending[: max_episodes - len(kept)]
+            pending = pending[len(take):]
+            for ref, err, r in _run(_convert_one, take, workers, state, "converting", progress):
+                if err is not None:
+                    if not skip_bad:
+                        raise err
+                    summary.skipped.append(str(err))
+                    summary.per_source[ref.source].bad += 1
+                    continue
+                job = dc_replace(r.job, index=len(kept), offset=offset)
+                if job != r.job:  # an earlier episode was skipped: move this one down
+                    summary.nbytes += renumber_episode(tmp, layout, r.job, job, r.length, r.success)
+                meta.add(r, job)
+                kept.append((ref, r.length, r.success))
+                offset += r.length
+                c = summary.per_source[r.fields["source"]]
+                c.kept += 1
+                c.frames += r.length
+                if not r.success:
+                    c.failed_kept += 1
+                summary.nbytes += r.nbytes
+                summary.video_frames += r.video_frames
+        if not kept:
+            raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
+        # the tasks actually used differ from the expected ones only when episodes were skipped
+        final_tasks = _tasks_for([ref for ref, _, _ in kept], mapping)
+        if final_tasks != tasks:
+            final_id = {t: k for k, t in enumerate(final_tasks)}
+            new_jobs = [dc_replace(j, task_index=final_id[j.tasks[0]],
+                                   validity_index=final_id[j.tasks[-1]]) for j in meta.jobs]
+            for (ref, length, success), old, new in zip(kept, meta.jobs, new_jobs, strict=True):
+                if new != old:
+                    summary.nbytes += renumber_episode(tmp, layout, old, new, length, success)
+            meta.retask(final_tasks, new_jobs)
+        meta.finish()
+        violations = l3_validate.validate(tmp, deep=False)
         if violations:
             shown = "\n".join(f"  {v}" for v in violations[:20])
             raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")
@@ -337,6 +331,26 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     summary.nbytes += sum(p.stat().st_size for p in (output / "meta").iterdir())
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _tasks_for(refs: list, mapping: Mapping) -> list[str]:
+    """tasks.jsonl for these episodes: their tasks in order of first use, then "valid" / "invalid" when used."""
+    tasks = list(dict.fromkeys(_ep_task(r, mapping) for r in refs))
+    if any(kind == "validity" for _, kind in mapping.annotations):
+        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in refs) and t not in tasks]
+    return tasks
+
+
+def _ep_task(ref, mapping: Mapping) -> str:
+    return getattr(ref, "task", None) or mapping.task  # per-episode task (platform exports)
+
+
+def _job(ref, index: int, offset: int, task_id: dict[str, int], mapping: Mapping) -> EpisodeJob:
+    validity = any(kind == "validity" for _, kind in mapping.annotations)
+    label, task = VALID if ref.success else INVALID, _ep_task(ref, mapping)
+    return EpisodeJob(index=index, offset=offset, task_index=task_id[task],
+                      validity_index=task_id.get(label, task_id[task]),
+                      tasks=[task, label] if validity else [task])
 
 
 def _replace(tmp: Path, output: Path, overwrite: bool) -> None:

@@ -55,6 +55,93 @@ def histogram(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int = BINS) -
     return np.bincount(idx.ravel(), minlength=x.shape[1] * bins).reshape(x.shape[1], bins)
 
 
+STREAM_BINS = 4 * BINS
+"""Bins of :class:`StreamingHistogram`: its final bin width is at most about 2 (max - min) / STREAM_BINS,
+half of the documented bound (max - min) / BINS."""
+
+
+class StreamingHistogram:
+    """Per-column histogram of rows seen once, in order, with no range known in advance.
+
+    Rows are buffered (``flush_rows`` at most) and binned in batches. The range grows as data
+    arrives: the bin width doubles and/or the grid shifts by whole bins, so every old bin falls
+    into exactly one new bin and no count is ever split. Each column ends with a bin width of at
+    most about 2 (max - min) / bins, so :meth:`quantile` is within (max - min) / BINS of
+    ``np.quantile`` for the default bins. Deterministic: the result depends only on the rows and
+    their order. Memory: (columns, bins) counts plus the buffer.
+    """
+
+    def __init__(self, bins: int = STREAM_BINS, flush_rows: int = 1 << 16):
+        self.bins, self.flush_rows = bins, flush_rows
+        self.counts: np.ndarray | None = None
+        self.lo: np.ndarray | None = None
+        self.width: np.ndarray | None = None
+        self._buf: list[np.ndarray] = []
+        self._rows = 0
+
+    def add(self, x: np.ndarray) -> None:
+        """Account for the rows of a (T, D) (or (T,)) array."""
+        x = np.asarray(x)
+        self._buf.append(x.reshape(len(x), -1))
+        self._rows += len(x)
+        if self._rows >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buf:
+            return
+        x = np.concatenate(self._buf).astype(np.float64, copy=False)
+        self._buf, self._rows = [], 0
+        if not len(x):
+            return
+        mn, mx = x.min(axis=0), x.max(axis=0)
+        B, D = self.bins, x.shape[1]
+        if self.counts is None:
+            self.lo, self.width = mn.copy(), (mx - mn) / B
+            self.counts = np.zeros((D, B), dtype=np.int64)
+        else:
+            for j in range(D):
+                self._grow(j, mn[j], mx[j])
+        w = np.where(self.width > 0, self.width, 1.0)
+        idx = np.clip(((x - self.lo) / w).astype(np.int64), 0, B - 1)
+        idx += np.arange(D, dtype=np.int64) * B
+        self.counts += np.bincount(idx.ravel(), minlength=D * B).reshape(D, B)
+
+    def _grow(self, j: int, mn: float, mx: float) -> None:
+        """Make column ``j``'s grid cover [mn, mx] and its data so far, re-binning exactly."""
+        B, lo, w, c = self.bins, self.lo[j], self.width[j], self.counts[j]
+        if w == 0:  # every value so far equals lo (one point mass in bin 0)
+            new_lo, new_hi = min(mn, lo), max(mx, lo)
+            if new_hi == new_lo:
+                return
+            new_w = (new_hi - new_lo) / B
+            n = c.sum()
+            c[:] = 0
+            c[min(int((lo - new_lo) / new_w), B - 1)] = n
+            self.lo[j], self.width[j] = new_lo, new_w
+            return
+        occ = np.flatnonzero(c)
+        need_lo = min(mn, lo + occ[0] * w)
+        need_hi = max(mx, lo + (occ[-1] + 1) * w)
+        if need_lo >= lo and need_hi <= lo + B * w:
+            return
+        k = 0
+        while True:
+            w2 = w * 2.0 ** k
+            j0 = int(np.floor((need_lo - lo) / w2))
+            if lo + (j0 + B) * w2 >= need_hi and (occ[-1] >> k) - j0 < B and (occ[0] >> k) - j0 >= 0:
+                break
+            k += 1
+        new = np.bincount((occ >> k) - j0, weights=c[occ], minlength=B)
+        self.counts[j] = np.rint(new).astype(np.int64)
+        self.lo[j], self.width[j] = lo + j0 * w2, w2
+
+    def quantile(self, q: float, vmin: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+        """Quantile ``q`` per column (see :func:`quantile`), clipped to the true [vmin, vmax]."""
+        self.flush()
+        return quantile(self.counts, self.lo, self.lo + self.width * self.bins, q, vmin, vmax)
+
+
 def quantile(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float,
              vmin: np.ndarray, vmax: np.ndarray) -> np.ndarray:
     """Quantile ``q`` per column from (D, bins) counts, numpy's linear method on order statistics.
@@ -80,6 +167,12 @@ def quantile(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float,
 def to_json(a) -> list:
     """A numpy array as nested Python lists of floats/ints (for JSON)."""
     return np.asarray(a).tolist()
+
+
+def moments_stats(m: Moments) -> dict:
+    """``{min, max, mean, std, count}`` of a float feature from its moments (as episode_feature_stats)."""
+    return {"min": to_json(m.min), "max": to_json(m.max), "mean": to_json(m.mean), "std": to_json(m.std),
+            "count": [m.count]}
 
 
 def episode_feature_stats(x: np.ndarray) -> dict:

@@ -1,6 +1,7 @@
 """Check a GR00T LeRobot v2.1 folder against the output spec: the things a loader trips on.
 
     python -m l3.validate DIR        # prints one violation per line; exit 1 if any, 0 if none
+    python -m l3.validate --fast DIR # parquet footers only (what the converter runs on its output)
 
 Checks: meta files present and parseable, no blank lines in any jsonl, info.json totals and
 features (names for every state/action dimension, video info), episode indices 0..N-1, parquet
@@ -8,6 +9,12 @@ columns/rows/timestamps/indices per episode, task and annotation indices present
 modality.json slices, stats.json (six stats per float feature), episodes_stats.jsonl, and each
 video's codec, pixel format, size and frame count == rows with frame i at i/fps. Memory stays
 bounded by one episode (files are read one at a time).
+
+``deep=False`` (``--fast``) checks each parquet from its footer instead of its values: schema and
+column types, rows == length, list widths from the value counts, and the index columns (frame,
+episode, global, task and annotation indices, timestamps) from their min/max statistics; a file
+without those statistics is read and checked in full. Not checked then: finite state/action
+values, every row of the index columns, next.done on the last row only.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ if __package__ in (None, ""):  # run as `python l3/validate.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from l3.mapping import ROTATION_TYPES  # noqa: E402
@@ -82,8 +90,11 @@ class _Checker:
         return rows
 
 
-def validate(root: str | Path) -> list[Violation]:
-    """All violations found in the dataset folder ``root`` (empty list: it conforms)."""
+def validate(root: str | Path, deep: bool = True) -> list[Violation]:
+    """All violations found in the dataset folder ``root`` (empty list: it conforms).
+
+    ``deep=False``: parquet files are checked from their footers (see the module docstring).
+    """
     c = _Checker(Path(root))
     if not c.root.is_dir():
         return [Violation(str(root), "not a directory")]
@@ -181,7 +192,7 @@ def validate(root: str | Path) -> list[Violation]:
         length = e.get("length") if isinstance(e.get("length"), int) else 0
         chunk = k // info["chunks_size"]
         rel = info["data_path"].format(episode_chunk=chunk, episode_index=k)
-        _check_parquet(c, rel, k, length, offset, fps, features, task_ids)
+        _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep)
         for key in videos:
             vrel = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=k)
             _check_video(c, vrel, length, fps, features[key]["shape"])
@@ -217,14 +228,20 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
             c.bad(rel, f"annotation.{key}: no column annotation.{key} in features")
 
 
+_ARROW_TYPES = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
+
+
 def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps: float, features: dict,
-                   task_ids: set) -> None:
+                   task_ids: set, deep: bool = True) -> None:
     p = c.root / rel
     if not p.is_file():
         c.bad(rel, "missing")
         return
     try:
-        t = pq.ParquetFile(p).read()  # read_table goes through pyarrow.dataset: slower per file
+        pf = pq.ParquetFile(p)  # read_table goes through pyarrow.dataset: slower per file
+        if not deep and _check_footer(c, rel, pf, k, length, offset, fps, features, task_ids):
+            return
+        t = pf.read()
     except Exception as e:  # noqa: BLE001 - any reader error is a violation
         c.bad(rel, f"unreadable parquet ({e})")
         return
@@ -268,6 +285,68 @@ def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps:
             c.bad(rel, "next.done must be true on the last row only")
 
 
+def _check_footer(c: _Checker, rel: str, pf: pq.ParquetFile, k: int, length: int, offset: int, fps: float,
+                  features: dict, task_ids: set) -> bool:
+    """Check one parquet from its footer; False when it lacks the statistics (check it in full)."""
+    md = pf.metadata
+    schema = pf.schema_arrow
+    cols = [key for key, f in features.items() if f.get("dtype") != "video"]
+    if sorted(schema.names) != sorted(cols):
+        c.bad(rel, f"columns {schema.names} != features {cols}")
+        return True
+    if md.num_rows != length:
+        c.bad(rel, f"{md.num_rows} rows but episodes.jsonl length is {length}")
+        return True
+    leaves: dict[str, list] = {}
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            leaves.setdefault(col.path_in_schema, []).append(col)
+    for key in cols:
+        f, typ = features[key], schema.field(key).type
+        want = _ARROW_TYPES.get(f.get("dtype"))
+        shape = f["shape"]
+        if len(shape) == 1 and shape[0] > 1 or f.get("names"):
+            if not pa.types.is_list(typ) and not pa.types.is_large_list(typ) and not pa.types.is_fixed_size_list(typ):
+                c.bad(rel, f"{key}: type {typ}, expected a list of {f.get('dtype')}")
+                continue
+            if want is not None and typ.value_type != want:
+                c.bad(rel, f"{key}: values are {typ.value_type}, expected {f.get('dtype')}")
+            chunks = leaves.get(f"{key}.list.element") or leaves.get(f"{key}.list.item") or []
+            if sum(ch.num_values for ch in chunks) != length * shape[0] or any(
+                    ch.statistics is not None and ch.statistics.null_count for ch in chunks):
+                c.bad(rel, f"{key}: rows must hold {shape[0]} values")
+        elif want is not None and typ != want:
+            c.bad(rel, f"{key}: type {typ}, expected {f.get('dtype')}")
+
+    def min_max(key: str):
+        chunks = leaves.get(key) or []
+        st = [ch.statistics for ch in chunks]
+        if not st or any(s is None or not s.has_min_max for s in st):
+            return None
+        return min(s.min for s in st), max(s.max for s in st)
+
+    ranges = {key: min_max(key) for key in ("frame_index", "timestamp", "episode_index", "index", "task_index",
+                                             *(col for col in cols if col.startswith("annotation.")))}
+    if any(v is None for v in ranges.values()):
+        return False
+    if ranges["frame_index"] != (0, length - 1):
+        c.bad(rel, "frame_index must run 0..T-1")
+    lo, hi = ranges["timestamp"]
+    if lo != 0 or hi != np.float32((length - 1) / fps):
+        c.bad(rel, "timestamp must be float32 frame_index / fps")
+    if ranges["episode_index"] != (k, k):
+        c.bad(rel, f"episode_index must be {k} on every row")
+    if ranges["index"] != (offset, offset + length - 1):
+        c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
+    for key in ["task_index", *[col for col in cols if col.startswith("annotation.")]]:
+        lo, hi = ranges[key]
+        if not {lo, hi} <= task_ids:
+            c.bad(rel, f"{key}: indices {sorted({lo, hi} - task_ids)} not in tasks.jsonl")
+    return True
+
+
 def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) -> None:
     from l3.video import probe
 
@@ -298,8 +377,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m l3.validate",
                                 description="Check a GR00T LeRobot v2.1 dataset folder against the L3 output spec.")
     p.add_argument("dir", help="dataset folder (holds meta/, data/, videos/)")
+    p.add_argument("--fast", action="store_true",
+                   help="check each parquet from its footer (schema, rows, widths, index ranges) instead of "
+                   "reading every value (what the converter runs on its own output)")
     args = p.parse_args(argv)
-    violations = validate(args.dir)
+    violations = validate(args.dir, deep=not args.fast)
     for v in violations:
         print(v)
     if violations:

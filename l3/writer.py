@@ -119,80 +119,195 @@ class EpisodeJob:
 
 @dataclass
 class EpisodeResult:
-    """What the main process needs from a written episode (small: no frame data)."""
+    """What the main process needs from a written episode (small: no frame data).
+
+    ``stats`` holds the episode's stats of every column that does not depend on its numbering
+    (state, action, timestamp, frame_index, next.*) and of every camera; :class:`MetaWriter` adds
+    the numbered ones (episode_index, index, task and annotation indices) for the final numbers.
+    """
 
     index: int
     length: int
-    episode: dict[str, Any]
+    job: EpisodeJob
+    success: bool
+    fields: dict[str, Any]
     stats: dict[str, dict]
     moments: dict[str, st.Moments]
-    hist: dict[str, np.ndarray]
+    floats: dict[str, np.ndarray]
     nbytes: int
     video_frames: int
 
 
-def float_ranges(layout: Layout, state_rng: tuple[np.ndarray, np.ndarray],
-                 action_rng: tuple[np.ndarray, np.ndarray], max_length: int) -> dict[str, tuple]:
-    """Histogram ranges of the float features (state/action from the check pass)."""
-    one = lambda v: np.array([float(v)])  # noqa: E731
-    return {"observation.state": state_rng, "action": action_rng,
-            "timestamp": (one(0.0), one((max_length - 1) / layout.fps)), "next.reward": (one(0.0), one(1.0))}
+NUMBERED = ("episode_index", "index", "task_index")
+"""Columns whose values depend on the episode's final numbering (plus the annotation columns)."""
+
+
+def _parquet_options(layout: Layout) -> dict:
+    """pq.write_table options: dictionary encoding only where it pays (constant columns), no
+    statistics for the list columns (nothing reads them; the scalar columns keep theirs, which
+    ``l3.validate`` checks)."""
+    const = ["episode_index", "task_index", *(c for c, _ in layout.annotation_columns()), "next.reward"]
+    scalars = [c for c in _columns(layout) if c not in ("observation.state", "action")]
+    return {"compression": "snappy", "use_dictionary": const, "write_statistics": scalars}
+
+
+def _columns(layout: Layout) -> list[str]:
+    return ["observation.state", "action", "timestamp", "frame_index", "episode_index", "index", "task_index",
+            *(c for c, _ in layout.annotation_columns()), "next.reward", "next.done"]
 
 
 def _list_column(rows: np.ndarray) -> pa.Array:
+    """list<float32> straight from a (T, d) float32 array (no FixedSizeList, no cast, no copy)."""
     flat = pa.array(np.ascontiguousarray(rows, dtype=np.float32).reshape(-1))
-    offsets = pa.array(np.arange(0, rows.size + 1, rows.shape[1], dtype=np.int32))
+    offsets = pa.array(np.arange(len(rows) + 1, dtype=np.int32) * np.int32(rows.shape[1]))
     return pa.ListArray.from_arrays(offsets, flat)
 
 
-def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob,
-                  ranges: dict[str, tuple]) -> EpisodeResult:
-    """Write one episode's parquet and videos under ``root``; return its stats and metadata."""
+_CACHE: dict[tuple, Any] = {}
+
+
+def _cached(key: tuple, make):
+    v = _CACHE.get(key)
+    if v is None:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        v = _CACHE[key] = make()
+    return v
+
+
+def _frame_columns(T: int, fps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """frame_index, timestamp and next.done of a T-row episode (shared, read-only)."""
+    def make():
+        fi = np.arange(T, dtype=np.int64)
+        ts = (fi / fps).astype(np.float32)
+        done = np.zeros(T, dtype=bool)
+        done[-1] = True
+        for a in (fi, ts, done):
+            a.flags.writeable = False
+        return fi, ts, done
+    return _cached(("frames", T, fps), make)
+
+
+def _reward(T: int, success: bool) -> np.ndarray:
+    def make():
+        r = np.zeros(T, dtype=np.float32)
+        r[-1] = 1.0 if success else 0.0
+        r.flags.writeable = False
+        return r
+    return _cached(("reward", T, bool(success)), make)
+
+
+def _const_stats(v: int, T: int) -> dict:
+    """episode_feature_stats of a constant int64 column (exact: what numpy gives)."""
+    return {"min": [int(v)], "max": [int(v)], "mean": [float(v)], "std": [0.0], "count": [T]}
+
+
+def numbered_stats(layout: Layout, T: int, job: EpisodeJob) -> dict[str, dict]:
+    """Per-episode stats of the numbered columns for ``job``'s numbers."""
+    fi = _cached(("fi-stats", T), lambda: st.episode_feature_stats(np.arange(T, dtype=np.int64)))
+    out = {"episode_index": _const_stats(job.index, T),
+           "index": {"min": [job.offset], "max": [job.offset + T - 1], "mean": [job.offset + (T - 1) / 2],
+                     "std": fi["std"], "count": [T]},
+           "task_index": _const_stats(job.task_index, T)}
+    for col, kind in layout.annotation_columns():
+        out[col] = _const_stats(job.task_index if kind == "task" else job.validity_index, T)
+    return out
+
+
+def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: EpisodeJob, success: bool) -> pa.Table:
+    """The parquet table of one episode (built from numpy directly)."""
+    T = len(state)
+    fi, ts, done = _frame_columns(T, layout.fps)
+    const = lambda v: pa.array(np.full(T, v, dtype=np.int64))  # noqa: E731
+    arrays = [_list_column(state), _list_column(action), pa.array(ts), pa.array(fi), const(job.index),
+              pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)), const(job.task_index)]
+    arrays += [const(job.task_index if kind == "task" else job.validity_index) for _, kind in layout.annotation_columns()]
+    arrays += [pa.array(_reward(T, success)), pa.array(done)]
+    return pa.Table.from_arrays(arrays, names=_columns(layout))
+
+
+def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
+    """Write one episode's parquet; return its size in bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(path), "wb") as sink:  # a plain file sink: cheaper than pq's filesystem layer
+        pq.write_table(table, sink, **_cached(("options", id(layout)), lambda: _parquet_options(layout)))
+    return path.stat().st_size
+
+
+def _float_stats(T: int, fps: int, success: bool) -> tuple[dict, dict]:
+    """Stats and moments of the columns fixed by T and success (timestamp, frame_index, next.*)."""
+    def make():
+        fi, ts, done = _frame_columns(T, fps)
+        rw = _reward(T, success)
+        stats = {"timestamp": st.episode_feature_stats(ts), "frame_index": st.episode_feature_stats(fi),
+                 "next.reward": st.episode_feature_stats(rw), "next.done": st.episode_feature_stats(done)}
+        return stats, {"timestamp": st.Moments.of(ts), "next.reward": st.Moments.of(rw)}
+    return _cached(("float-stats", T, fps, bool(success)), make)
+
+
+def episode_paths(root: Path, layout: Layout, index: int) -> list[Path]:
+    """Every file :func:`write_episode` writes for episode ``index``."""
+    return [root / layout.data_path(index), *(root / layout.video_path(index, c.key) for c in layout.mapping.cameras)]
+
+
+def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> EpisodeResult:
+    """Write one episode's parquet and videos under ``root``; return its stats and metadata.
+
+    If anything fails (an unreadable camera frame raises InputError while encoding), the files of
+    this episode are removed before the exception propagates.
+    """
     T, i, fps = ep.length, job.index, layout.fps
     m = layout.mapping
-    state = np.concatenate([ep.state[s.key] for s in m.state], axis=1)
-    action = np.concatenate([ep.action[s.key] for s in m.action], axis=1)
-    frame_index = np.arange(T, dtype=np.int64)
-    timestamp = (frame_index / fps).astype(np.float32)
-    reward = np.zeros(T, dtype=np.float32)
-    reward[-1] = 1.0 if ep.success else 0.0
-    done = np.zeros(T, dtype=bool)
-    done[-1] = True
-    const = lambda v: np.full(T, v, dtype=np.int64)  # noqa: E731
-    cols: dict[str, np.ndarray] = {
-        "observation.state": state, "action": action, "timestamp": timestamp,
-        "frame_index": frame_index, "episode_index": const(i),
-        "index": np.arange(job.offset, job.offset + T, dtype=np.int64), "task_index": const(job.task_index),
-    }
-    for col, kind in layout.annotation_columns():
-        cols[col] = const(job.task_index if kind == "task" else job.validity_index)
-    cols["next.reward"], cols["next.done"] = reward, done
+    try:
+        state = np.concatenate([ep.state[s.key] for s in m.state], axis=1, dtype=np.float32)
+        action = np.concatenate([ep.action[s.key] for s in m.action], axis=1, dtype=np.float32)
+        nbytes = write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
 
-    table = pa.table({k: _list_column(v) if v.ndim == 2 else pa.array(v) for k, v in cols.items()})
-    path = root / layout.data_path(i)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, compression="snappy")
-    nbytes = path.stat().st_size
+        fixed_stats, fixed_moments = _float_stats(T, fps, ep.success)
+        ms, ma = st.Moments.of(state), st.Moments.of(action)
+        stats = {"observation.state": st.moments_stats(ms), "action": st.moments_stats(ma), **fixed_stats}
+        moments = {"observation.state": ms, "action": ma, **fixed_moments}
 
-    ep_stats = {k: st.episode_feature_stats(v) for k, v in cols.items()}
-    moments = {k: st.Moments.of(cols[k]) for k in FLOAT_FEATURES}
-    hist = {k: st.histogram(cols[k].reshape(T, -1), *ranges[k]) for k in FLOAT_FEATURES}
+        video_frames = 0
+        for cam in m.cameras:
+            vpath = root / layout.video_path(i, cam.key)
+            vpath.parent.mkdir(parents=True, exist_ok=True)
+            pix = st.PixelStats()
+            n = encode(vpath, ep.cameras[cam.key].chunks(), fps, m.video, pix)
+            if n != T:
+                raise ValueError(f"camera {cam.key}: encoded {n} frames for {T} rows")
+            stats[layout.video_key(cam.key)] = pix.to_json(n)
+            nbytes += vpath.stat().st_size
+            video_frames += n
+    except BaseException:
+        for p in episode_paths(root, layout, i):
+            p.unlink(missing_ok=True)
+        raise
+    fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
+    return EpisodeResult(i, T, job, bool(ep.success), fields, stats, moments,
+                         {"observation.state": state, "action": action}, nbytes, video_frames)
 
-    video_frames = 0
-    for cam in m.cameras:
-        vpath = root / layout.video_path(i, cam.key)
-        vpath.parent.mkdir(parents=True, exist_ok=True)
-        pix = st.PixelStats()
-        n = encode(vpath, ep.cameras[cam.key].chunks(), fps, m.video, pix)
-        if n != T:
-            raise ValueError(f"camera {cam.key}: encoded {n} frames for {T} rows")
-        ep_stats[layout.video_key(cam.key)] = pix.to_json(n)
-        nbytes += vpath.stat().st_size
-        video_frames += n
 
-    episode = {"episode_index": i, "tasks": job.tasks, "length": T, "source": ep.source,
-               "success": bool(ep.success), **ep.fields}
-    return EpisodeResult(i, T, episode, ep_stats, moments, hist, nbytes, video_frames)
+def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int, success: bool) -> int:
+    """Move an episode written as ``old`` to ``new``'s numbers (only after skipped episodes).
+
+    The parquet is rebuilt from its own state/action values by the code of a direct write (so
+    its bytes are those a direct write gives) and the videos are renamed. Returns the change in
+    bytes on disk.
+    """
+    src = root / layout.data_path(old.index)
+    before = src.stat().st_size
+    t = pq.ParquetFile(src).read(columns=["observation.state", "action"])
+    rows = lambda c: np.asarray(t.column(c).combine_chunks().values).reshape(length, -1)  # noqa: E731
+    table = episode_table(layout, rows("observation.state"), rows("action"), new, success)
+    src.unlink()
+    after = write_table(root / layout.data_path(new.index), layout, table)
+    if new.index != old.index:
+        for cam in layout.mapping.cameras:
+            dst = root / layout.video_path(new.index, cam.key)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            (root / layout.video_path(old.index, cam.key)).replace(dst)
+    return after - before
 
 
 def _jsonl_line(obj: dict) -> str:
@@ -200,7 +315,11 @@ def _jsonl_line(obj: dict) -> str:
 
 
 class MetaWriter:
-    """Streams episodes.jsonl / episodes_stats.jsonl in episode order and writes the rest at the end."""
+    """Streams episodes.jsonl / episodes_stats.jsonl in episode order and writes the rest at the end.
+
+    Dataset statistics: moments merged exactly; q01/q99 from streaming histograms
+    (:class:`l3.stats.StreamingHistogram`), so no range has to be known before the first episode.
+    """
 
     def __init__(self, root: Path, layout: Layout, tasks: list[str]):
         self.root, self.layout, self.tasks = root, layout, tasks
@@ -209,21 +328,50 @@ class MetaWriter:
         self._ep_stats = open(root / META / "episodes_stats.jsonl", "w", encoding="utf-8")
         self.episodes = self.frames = 0
         self.moments: dict[str, st.Moments] = {}
-        self.hist: dict[str, np.ndarray] = {}
+        self.hist = {k: st.StreamingHistogram() for k in FLOAT_FEATURES}
+        self.jobs: list[EpisodeJob] = []
 
-    def add(self, r: EpisodeResult) -> None:
-        """Append one written episode (must be called in episode order)."""
-        if r.index != self.episodes:
-            raise ValueError(f"episode {r.index} added out of order (expected {self.episodes})")
-        self._episodes.write(_jsonl_line(r.episode))
-        self._ep_stats.write(_jsonl_line({"episode_index": r.index, "stats": r.stats}))
+    def add(self, r: EpisodeResult, job: EpisodeJob) -> None:
+        """Append one written episode under its final numbers ``job`` (in episode order)."""
+        if job.index != self.episodes:
+            raise ValueError(f"episode {job.index} added out of order (expected {self.episodes})")
+        self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
+                                          **r.fields}))
+        self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": self._stats(r.stats, r.length, job)}))
         for k in FLOAT_FEATURES:
             self.moments[k] = r.moments[k] if k not in self.moments else self.moments[k].merge(r.moments[k])
-            self.hist[k] = r.hist[k] if k not in self.hist else self.hist[k] + r.hist[k]
+        T, fps = r.length, self.layout.fps
+        self.hist["observation.state"].add(r.floats["observation.state"])
+        self.hist["action"].add(r.floats["action"])
+        self.hist["timestamp"].add(_frame_columns(T, fps)[1])
+        self.hist["next.reward"].add(_reward(T, r.success))
+        self.jobs.append(job)
         self.episodes += 1
         self.frames += r.length
 
-    def finish(self, ranges: dict[str, tuple]) -> None:
+    def _stats(self, stats: dict, T: int, job: EpisodeJob) -> dict:
+        """All of an episode's stats in column order (then cameras), numbered columns for ``job``."""
+        numbered = numbered_stats(self.layout, T, job)
+        out = {c: numbered[c] if c in numbered else stats[c] for c in _columns(self.layout)}
+        out.update((k, v) for k, v in stats.items() if k not in out)
+        return out
+
+    def retask(self, tasks: list[str], jobs: list[EpisodeJob]) -> None:
+        """Replace the task list and every episode's task indices (after skipped episodes changed
+        which tasks are used); rewrites episodes_stats.jsonl's numbered columns. Call before finish."""
+        self._ep_stats.close()
+        path = self.root / META / "episodes_stats.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        with open(path, "w", encoding="utf-8") as f:
+            for line, job in zip(lines, jobs, strict=True):
+                e = json.loads(line)
+                T = e["stats"]["frame_index"]["count"][0]
+                e["stats"].update(numbered_stats(self.layout, T, job))
+                f.write(_jsonl_line(e))
+        self._ep_stats = open(path, "a", encoding="utf-8")
+        self.tasks, self.jobs = tasks, jobs
+
+    def finish(self) -> None:
         """Write info.json, tasks.jsonl, modality.json and stats.json; close the jsonl streams."""
         self._episodes.close()
         self._ep_stats.close()
@@ -243,10 +391,10 @@ class MetaWriter:
         _write_json(meta / "modality.json", L.modality())
         stats = {}
         for k in FLOAT_FEATURES:
-            m, (lo, hi) = self.moments[k], ranges[k]
+            m = self.moments[k]
             s = {"mean": m.mean, "std": m.std, "min": m.min, "max": m.max}
             for name, q in st.QUANTILES.items():
-                s[name] = st.quantile(self.hist[k], lo, hi, q, m.min, m.max)
+                s[name] = self.hist[k].quantile(q, m.min, m.max)
             stats[k] = {name: st.to_json(v) for name, v in s.items()}
         _write_json(meta / "stats.json", stats)
 
