@@ -181,3 +181,81 @@ def test_cli_entry_points(mixed, tmp_path, how):
     r = subprocess.run([sys.executable, "-m", "l3.validate", str(out)], cwd=REPO, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("ok")
+
+
+def _break_nan(path: Path, demo: str) -> None:
+    with h5py.File(path, "a") as f:
+        f[f"data/{demo}/obs/joint_vel"][3, 1] = np.nan  # an unmapped term: caught by the L2 checks
+
+
+@pytest.mark.parametrize("max_episodes", [None, 4])
+def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_episodes):
+    """A bad episode found in the single pass: later episodes move down, same bytes for 1 or 2 workers."""
+    src = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 6, seed=7, camera=True, failed=(5,))
+    _break_nan(src, "demo_1")
+    outs = {}
+    for w in (1, 2):
+        out = tmp_path / f"w{w}"
+        s = convert([str(src)], out, config=cam_config, workers=w, skip_bad=True, success_only=False,
+                    max_episodes=max_episodes, log=lambda m: None)
+        assert validate(out) == []
+        assert len(s.skipped) == 1 and "/data/demo_1/obs/joint_vel" in s.skipped[0]
+        outs[w] = out
+    eps = _episodes(outs[1])
+    want = ["demo_0", "demo_2", "demo_3", "demo_4", "demo_5"][: max_episodes or 5]
+    assert [e["demo"] for e in eps] == want
+    assert [e["episode_index"] for e in eps] == list(range(len(want)))
+    offset = 0
+    for e in eps:
+        t = pq.read_table(outs[1] / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        assert set(t.column("episode_index").to_pylist()) == {e["episode_index"]}
+        assert t.column("index").to_pylist() == list(range(offset, offset + e["length"]))
+        offset += e["length"]
+    tasks = [json.loads(line)["task"] for line in (outs[1] / "meta/tasks.jsonl").read_text().splitlines()]
+    assert tasks == ["Pick up the cube and lift it.", "valid"] + (["invalid"] if max_episodes is None else [])
+    a = sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
+    for rel in a:
+        assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("bad_demo, tasks_left, validity", [
+    ("demo_0", ["valid"], 1),      # the only failed episode is bad: "invalid" is not listed
+    ("demo_1", ["invalid"], 1),    # the only successful one is bad: "invalid" moves from 2 to 1
+])
+def test_skip_bad_retasks(tmp_path, bad_demo, tasks_left, validity):
+    failed = (0,) if bad_demo == "demo_0" else (0, 2, 3)
+    src = make_l2_file(tmp_path / "scripted_a.hdf5", 4, seed=8, failed=failed)
+    _break_nan(src, bad_demo)
+    out = tmp_path / "ds"
+    convert([str(src)], out, config=CONFIG, success_only=False, skip_bad=True, log=lambda m: None)
+    assert validate(out) == []
+    tasks = [json.loads(line)["task"] for line in (out / "meta/tasks.jsonl").read_text().splitlines()]
+    assert tasks == ["Pick up the cube and lift it.", *tasks_left]
+    ep_stats = [json.loads(line) for line in (out / "meta/episodes_stats.jsonl").read_text().splitlines()]
+    for e, es in zip(_episodes(out), ep_stats, strict=True):
+        t = pq.read_table(out / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        assert set(t.column("annotation.human.validity").to_pylist()) == {validity}
+        assert es["stats"]["annotation.human.validity"]["max"] == [validity]
+        assert es["stats"]["episode_index"]["min"] == [e["episode_index"]]
+
+
+def test_fast_validation_catches_footer_problems(converted, tmp_path):
+    import shutil
+
+    import pyarrow as pa
+
+    root, _ = converted
+    copy = tmp_path / "ds"
+    shutil.copytree(root, copy)
+    assert validate(copy, deep=False) == []
+    p = copy / "data/chunk-000/episode_000002.parquet"
+    t = pq.read_table(p)
+    t = t.set_column(t.column_names.index("index"), "index", pa.array(np.arange(t.num_rows) + 5, pa.int64()))
+    t = t.set_column(t.column_names.index("task_index"), "task_index", pa.array([9] * t.num_rows, pa.int64()))
+    pq.write_table(t.slice(1), p)
+    msg = "\n".join(str(v) for v in validate(copy, deep=False))
+    assert "rows but episodes.jsonl length" in msg
+    pq.write_table(t, p)
+    msg = "\n".join(str(v) for v in validate(copy, deep=False))
+    assert "index must run" in msg and "task_index: indices [9] not in tasks.jsonl" in msg

@@ -139,3 +139,30 @@ def test_stats_merge_and_quantiles():
     for q in (0.01, 0.99):
         got = stats.quantile(hist, lo, hi, q, lo, hi)
         assert np.all(np.abs(got - np.quantile(x, q, axis=0)) <= (hi - lo) / stats.BINS + 1e-12)
+
+
+@pytest.mark.parametrize("kind", ["drift_both_ways", "drift_down", "constant_then_spread"])
+def test_streaming_histogram_quantiles(kind):
+    """Rows seen once with no known range: q01/q99 within (max - min) / BINS of np.quantile."""
+    rng = np.random.default_rng(3)
+    parts = []
+    for i in range(40):
+        n = int(rng.integers(1, 300))
+        if kind == "drift_both_ways":
+            p = rng.normal(loc=i * 0.3 * (-1) ** i, scale=0.1 + i * 0.05, size=(n, 3))
+        elif kind == "drift_down":
+            p = np.cumsum(rng.normal(size=(n, 3)), 0) - 5 * i
+        else:
+            p = np.concatenate([np.full((n, 1), 3.0), np.full((n, 1), float(i > 20)),
+                                rng.exponential(size=(n, 1)) * 10.0 ** (i % 5 - 2)], 1)
+        parts.append(p.astype(np.float32))
+    for flush_rows in (1, 500, 1 << 16):
+        h = stats.StreamingHistogram(flush_rows=flush_rows)
+        for p in parts:
+            h.add(p)
+        x = np.concatenate(parts).astype(np.float64)
+        lo, hi = x.min(0), x.max(0)
+        for q in (0.01, 0.99):
+            err = np.abs(h.quantile(q, lo, hi) - np.quantile(x, q, axis=0))
+            assert np.all(err <= (hi - lo) / stats.BINS + 1e-12), (flush_rows, q, err)
+        assert (h.counts.sum(1) == len(x)).all()
