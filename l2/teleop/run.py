@@ -1,0 +1,204 @@
+"""Record lift-cube demonstrations by teleoperation (live device or a replayed device trace).
+
+Runs kit-less on the CPU by default (Newton/MuJoCo-Warp). The operator watches through one of Isaac
+Lab's kit-less visualizers (``--visualizer newton`` opens an OpenGL window, ``viser`` serves a web
+page) and drives with a keyboard read from this terminal, a SpaceMouse (hidapi), or, under Kit, a
+gamepad or Isaac Lab's keyboard. An attempt is saved when the task's success term held for
+``--num_success_steps`` steps; ``actions`` are IK-absolute ``x, y, z, qx, qy, qz, qw, gripper``
+like the scripted and RL files.
+
+Examples::
+
+    python l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --overwrite
+    python l2/teleop/run.py --teleop_device keyboard --visualizer newton --record-trace my_session.json
+    python l2/teleop/run.py --teleop_device spacemouse --visualizer viser --append
+    isaaclab.sh -p l2/teleop/run.py --teleop_device gamepad --device cuda physics=physx
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from l2 import cli, sim
+
+DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Teleop"
+VISUALIZERS = ("none", "newton", "viser", "rerun")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from l2.teleop.devices import DEVICES
+
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sim.add_sim_args(parser, num_envs=1, task=DEFAULT_TASK)
+    cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10)
+    group = parser.add_argument_group("teleoperation")
+    group.add_argument("--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)")
+    group.add_argument("--trace", default=None, help="device-input trace to play with --teleop_device replay")
+    group.add_argument("--record-trace", "--record_trace", dest="record_trace", default=None,
+                       help="write this session's device inputs and control events to a trace (JSON)")
+    group.add_argument("--num_success_steps", type=int, default=10,
+                       help="consecutive steps the success term must hold before an attempt is saved (default: %(default)s)")
+    group.add_argument("--step_hz", type=float, default=None,
+                       help="session ticks per second (default: the control rate for live devices, unthrottled for replay)")
+    group.add_argument("--sensitivity", type=float, default=1.0, help="scale of the device steps (default: %(default)s)")
+    group.add_argument("--visualizer", default="none", choices=VISUALIZERS,
+                       help="kit-less viewer: newton (OpenGL window), viser (web page), rerun (default: %(default)s)")
+    group.add_argument("--log_actions", default=None, help="also save every action sent to the env (.npz)")
+    args = parser.parse_args(argv)
+    if args.num_envs != 1:
+        parser.error("teleoperation drives one env (--num_envs 1)")
+    if args.num_demos < 0:
+        parser.error("--num_demos must be >= 0 (0: until quit)")
+    if (args.teleop_device == "replay") != (args.trace is not None):
+        parser.error("--trace goes with --teleop_device replay, and replay needs --trace")
+    if args.teleop_device == "replay" and args.record_trace:
+        parser.error("--record-trace records live sessions; a replay already has its trace")
+    return args
+
+
+def _visualizer_cfg(name: str):
+    if name == "newton":
+        from isaaclab_visualizers.newton import NewtonGLVisualizerCfg
+
+        return NewtonGLVisualizerCfg()
+    if name == "viser":
+        from isaaclab_visualizers.viser import ViserVisualizerCfg
+
+        return ViserVisualizerCfg()
+    if name == "rerun":
+        from isaaclab_visualizers.rerun import RerunVisualizerCfg
+
+        return RerunVisualizerCfg()
+    return None
+
+
+def print_controls(device_name: str, device, extras) -> None:
+    from l2.teleop.devices import CONTROLS, TERMINAL_CONTROLS
+
+    c = CONTROLS[device_name]
+    terminal = TERMINAL_CONTROLS if extras and device_name not in ("keyboard", "replay") else None
+
+    def pick(mine, theirs):
+        both = [x for x in (mine, theirs) if x]
+        return " / terminal ".join(both) if both else "-"
+
+    print(f"\n{device}\n  controls ({device_name}):")
+    print(f"    start/pause        {pick(c.start_pause, terminal and terminal.start_pause)}")
+    print(f"    reset + discard    {pick(c.reset, terminal and terminal.reset)}")
+    print(f"    quit               {pick(c.quit, terminal and terminal.quit)}  (Ctrl-C also quits, keeping saved demos)")
+    print(f"    motion             {c.motion}\n", flush=True)
+
+
+def collect(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from l2.recording import configure_recording, dataset_handler
+    from l2.teleop.devices import CONTROLS, create_device
+    from l2.teleop.session import TeleopSession
+    from l2.teleop.trace import TraceRecorder, load_trace
+
+    trace = None
+    if args.trace:
+        try:
+            trace = load_trace(args.trace)
+        except (OSError, ValueError) as exc:
+            cli.fail(str(exc))
+        if trace.seed is not None and trace.seed != args.seed:
+            print(f"replay: using the trace's seed {trace.seed} (the cube poses depend on it)")
+            args.seed = trace.seed
+    env_cfg = sim.load_env_cfg(args.task, args.device, 1, args.seed, args.overrides)
+    if getattr(env_cfg, "success_term", None) is None:
+        cli.fail(f"{args.task} is not a teleop task (its cfg has no success_term)")
+    try:
+        output = configure_recording(env_cfg, args.output, args.task, cli.on_exists(args), keep_failed=args.keep_failed)
+    except (FileExistsError, ValueError) as exc:
+        cli.fail(str(exc))
+    env_cfg.recorders.export_in_close = False  # an unfinished attempt is never written on exit
+    viz = _visualizer_cfg(args.visualizer)
+    if viz is not None:
+        env_cfg.sim.visualizer_cfgs = [viz]
+    output.parent.mkdir(parents=True, exist_ok=True)
+
+    log: list = []
+    control = trace.control if trace else ("absolute" if args.teleop_device == "xr" else "delta")
+    recorder = TraceRecorder(args.seed, args.task, args.teleop_device, control) if args.record_trace else None
+    stats = already = None
+    extras = []
+    previous_sigint = signal.getsignal(signal.SIGINT)
+    try:
+        with sim.make_env(env_cfg, args.task) as env:
+            already = dataset_handler(env).get_num_episodes()
+            step_hz = args.step_hz if args.step_hz is not None else (None if trace else 1.0 / env.step_dt)
+            session = TeleopSession(
+                env, None, num_success_steps=args.num_success_steps, num_demos=args.num_demos, control=control,
+                step_hz=step_hz, recorder=recorder, render=viz is not None,
+                on_action=(lambda a: log.append(a.cpu().numpy().copy())) if args.log_actions else None,
+            )
+            device, extras = create_device(args.teleop_device, session.callbacks(), env.device, args.sensitivity,
+                                           trace=trace, env_cfg=env_cfg)
+            session.device = device
+            # Devices without a start control start running; the others wait for "start".
+            session.running = CONTROLS[args.teleop_device].start_pause is None and not extras
+            print_controls(args.teleop_device, device, extras)
+            if already:
+                print(f"appending to {output}: it holds {already} demos, the next is demo_{already}")
+
+            def on_sigint(signum, frame):  # first Ctrl-C: stop after this tick; second: abort at once
+                print("\ninterrupted: closing (saved demos are kept; Ctrl-C again to abort now)", flush=True)
+                session.request_quit()
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+            signal.signal(signal.SIGINT, on_sigint)
+            enter = getattr(device, "__enter__", None)  # IsaacTeleopDevice is a context manager
+            if enter is not None:
+                enter()
+            try:
+                stats = session.run()
+            finally:
+                if enter is not None:
+                    device.__exit__(None, None, None)
+    except KeyboardInterrupt:
+        print("aborted", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
+        for extra in extras:
+            extra.close()
+        if recorder is not None:
+            recorder.trace.save(args.record_trace)
+            print(f"trace: {args.record_trace} ({len(recorder.trace.commands)} ticks)")
+        if args.log_actions:
+            np.savez_compressed(args.log_actions, actions=np.concatenate(log) if log else np.zeros((0, 8)))
+
+    if stats is None:
+        return 130
+    rows = [
+        ("demos saved", f"{stats.saved}" + (f" (file now holds {already + stats.saved})" if already else "")),
+        ("attempts discarded", f"{stats.discarded}" + (f", {stats.dropped} ended by the task" if stats.dropped else "")),
+        ("env steps", f"{stats.steps} in {stats.seconds:.1f} s ({stats.steps / max(stats.seconds, 1e-9):.1f} steps/s)"),
+        ("file", str(output)),
+        ("failed attempts", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
+    ]
+    ok = True
+    if output.exists():
+        ok, verdict = cli.validator_verdict(output)
+        rows.append(("validator", verdict))
+    cli.print_summary(rows)
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return collect(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
