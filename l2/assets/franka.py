@@ -10,7 +10,8 @@ import isaaclab.sim as sim_utils
 from isaaclab.actuators import ImplicitActuatorCfg
 from isaaclab.assets import ArticulationCfg
 from isaaclab.utils import configclass, replace
-from isaaclab_newton.sim.schemas import NewtonArticulationCfg
+from isaaclab_newton.sim.schemas import MujocoRigidBodyCfg, NewtonArticulationCfg
+from isaaclab_physx.sim.schemas import PhysxRigidBodyCfg
 from isaaclab_tasks.utils import PresetCfg
 
 from l2.assets.franka_build import franka_usd_path
@@ -31,6 +32,10 @@ FRANKA_OFFLINE_CFG = ArticulationCfg(
         usd_path=str(franka_usd_path()),
         activate_contact_sensors=False,
         fix_root_link=None,  # the converted USD already fixes panda_link0 to the world
+        # Like Isaac Lab's IK Franka (FRANKA_PANDA_HIGH_PD_CFG), no gravity sag on the arm, or IK targets
+        # computed from the measured joints leave ~9 mm of steady-state error: PhysX reads disableGravity,
+        # Newton's MuJoCo solver needs body gravity compensation.
+        rigid_props=[PhysxRigidBodyCfg(disable_gravity=True), MujocoRigidBodyCfg(gravcomp=1.0)],
         articulation_props=[NewtonArticulationCfg(self_collision_enabled=False)],
     ),
     init_state=ArticulationCfg.InitialStateCfg(

@@ -24,3 +24,13 @@ gym.register(
     kwargs={"env_cfg_entry_point": "l2.teleop.env_cfg:TeleopLiftCubeEnvCfg"},
     disable_env_checker=True,
 )
+
+gym.register(
+    id="L2-Lift-Cube-Franka-RL",
+    entry_point="isaaclab.envs:ManagerBasedRLEnv",
+    kwargs={
+        "env_cfg_entry_point": "l2.rl.env_cfg:RLLiftCubeEnvCfg",
+        "rsl_rl_cfg_entry_point": "l2.rl.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
+    },
+    disable_env_checker=True,
+)

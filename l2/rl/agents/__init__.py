@@ -1,0 +1,1 @@
+"""rsl_rl agent cfgs of the RL lift-cube variant."""

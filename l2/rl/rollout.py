@@ -1,0 +1,84 @@
+"""Record lift-cube demonstrations by rolling out a trained PPO policy (rsl_rl checkpoint).
+
+The env runs the RL variant (concatenated policy observation, joint-position actions); the
+recorder writes the same schema as the other sources: ``obs/<term>`` split from the flat
+observation, ``actions`` = the equivalent IK-absolute action (end-effector pose reached + gripper),
+``policy_actions`` = the policy's own action, ``initial_state``, ``success``, ``seed``.
+
+Examples::
+
+    python l2/rl/rollout.py --checkpoint logs/rl/<run>/model_1499.pt --num_demos 10
+    python l2/rl/rollout.py --checkpoint policy.pt --num_demos 50 --keep-failed --append
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from l2 import cli, sim
+from l2.rl.train import DEFAULT_TASK, load_agent_cfg
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--checkpoint", required=True, help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py")
+    sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
+    cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10)
+    parser.add_argument(
+        "--max_attempts", type=int, default=None, help="stop after this many finished episodes (default: 4 x num_demos + num_envs)"
+    )
+    return parser.parse_args(argv)
+
+
+def rollout(args: argparse.Namespace) -> int:
+    import torch
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
+
+    from l2 import collect
+    from l2.recording import configure_recording
+    from l2.rl.recorders import RLRecorderManagerCfg
+
+    if not Path(args.checkpoint).is_file():
+        cli.fail(f"{args.checkpoint}: no such checkpoint")
+    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
+    agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
+    try:
+        output = configure_recording(
+            env_cfg, args.output, args.task, cli.on_exists(args), keep_failed=args.keep_failed,
+            max_successes=args.num_demos, recorders=RLRecorderManagerCfg(),
+        )
+    except (FileExistsError, ValueError) as exc:
+        cli.fail(str(exc))
+
+    with sim.make_env(env_cfg, args.task) as env:
+        vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
+        runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
+        runner.load(args.checkpoint, map_location=env.device)
+        policy = runner.get_inference_policy(device=env.device)
+        obs = vec_env.get_observations()
+
+        def step() -> None:
+            nonlocal obs
+            with torch.inference_mode():
+                obs, _, _, _ = vec_env.step(policy(obs))
+
+        max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
+        stats = collect.collect(env, args.num_demos, max_attempts, step, lambda _ids: None, desc="rl demos")
+    return collect.finish(args, stats, output)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return rollout(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Train a PPO policy (rsl_rl, through Isaac Lab's ``isaaclab_rl`` wrapper) on the RL lift-cube task.
+
+Checkpoints (``model_<iteration>.pt``), TensorBoard logs and the env/agent cfgs go to
+``logs/rl/<run>/``. Lifting needs ~10^8 env steps (a GPU with thousands of envs); on the CPU this
+trains a few iterations to check the pipeline.
+
+Examples::
+
+    python l2/rl/train.py --num_envs 4 --max_iterations 2                       # CPU smoke run
+    isaaclab.sh -p l2/rl/train.py --device cuda --num_envs 4096 --max_iterations 1500
+    python l2/rl/train.py --resume logs/rl/<run>/model_100.pt --max_iterations 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from l2 import sim
+
+DEFAULT_TASK = "L2-Lift-Cube-Franka-RL"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
+    group = parser.add_argument_group("training")
+    group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's 1500)")
+    group.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
+    group.add_argument("--log_root", default="logs/rl", help="runs are written to LOG_ROOT/<run> (default: %(default)s)")
+    group.add_argument("--run_name", default=None, help="run folder name (default: date_time)")
+    return parser.parse_args(argv)
+
+
+def load_agent_cfg(task: str, device: str, seed: int | None):
+    """The task's registered rsl_rl runner cfg, adapted to the installed rsl-rl version."""
+    import importlib.metadata
+
+    from isaaclab_rl.rsl_rl import handle_deprecated_rsl_rl_cfg
+    from isaaclab_tasks.utils import load_cfg_from_registry
+
+    agent_cfg = load_cfg_from_registry(task, "rsl_rl_cfg_entry_point")
+    agent_cfg = handle_deprecated_rsl_rl_cfg(agent_cfg, importlib.metadata.version("rsl-rl-lib"))
+    agent_cfg.device = device
+    if seed is not None:
+        agent_cfg.seed = seed
+    return agent_cfg
+
+
+def train(args: argparse.Namespace) -> int:
+    from isaaclab.utils.io import dump_yaml
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
+
+    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
+    agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
+    if args.max_iterations is not None:
+        agent_cfg.max_iterations = args.max_iterations
+    run = args.run_name or datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    log_dir = Path(args.log_root) / run
+    if log_dir.exists() and any(log_dir.iterdir()) and not args.resume:
+        print(f"error: {log_dir} exists; choose another --run_name", file=sys.stderr)
+        return 2
+    log_dir.mkdir(parents=True, exist_ok=True)
+    dump_yaml(str(log_dir / "params" / "env.yaml"), env_cfg)
+    dump_yaml(str(log_dir / "params" / "agent.yaml"), agent_cfg)
+
+    start = time.perf_counter()
+    with sim.make_env(env_cfg, args.task) as env:
+        vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
+        runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=str(log_dir))
+        if args.resume:
+            runner.load(args.resume)
+        runner.learn(num_learning_iterations=agent_cfg.max_iterations, init_at_random_ep_len=True)
+        steps = agent_cfg.max_iterations * agent_cfg.num_steps_per_env * env.num_envs
+    seconds = time.perf_counter() - start
+    checkpoints = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    print(f"\n  iterations   {agent_cfg.max_iterations} ({steps} env steps, {args.num_envs} envs, {args.device})")
+    print(f"  wall time    {seconds:.0f} s ({steps / seconds:.0f} env steps/s)")
+    print(f"  logs         {log_dir}  (tensorboard --logdir {args.log_root})")
+    print(f"  checkpoint   {checkpoints[-1] if checkpoints else 'none written'}")
+    return 0 if checkpoints else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
