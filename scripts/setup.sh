@@ -63,8 +63,9 @@ ensure_venv() {
   fi
   local py; py="$(find_python312)"
   echo "setup: creating $VENV with $("$py" -V) and installing Isaac Lab 3.0 (about 8 GB, 5-10 min on a fresh machine)"
-  rm -rf "${VENV:?}"/* "$VENV"/.[!.]* 2>/dev/null || true
-  "$py" -m venv "$VENV"
+  local real; real="$(readlink -f "$VENV")"  # the cache folder when .venv is a link (venv can't create through one)
+  rm -rf "${real:?}"/* "$real"/.[!.]* 2>/dev/null || true
+  "$py" -m venv "$real"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e "$REPO[sim,test]"
   "$VENV/bin/pip" install -q --no-deps "$GYM_ROBOTICS_PIN"
