@@ -49,15 +49,19 @@ def load_env_cfg(
 
 
 @contextlib.contextmanager
-def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str) -> Iterator[ManagerBasedRLEnv]:
-    """Launch the runtime the cfg needs (nothing of Kit for Newton) and yield the unwrapped env."""
+def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str, **launcher_args) -> Iterator[ManagerBasedRLEnv]:
+    """Launch the runtime the cfg needs (nothing of Kit for Newton) and yield the unwrapped env.
+
+    ``launcher_args`` go to Isaac Lab's ``launch_simulation`` over the defaults (headless, the cfg's
+    device), e.g. ``headless=False, visualizer=["kit"]`` for an Isaac Sim window.
+    """
     import gymnasium as gym
     from isaaclab.app import launch_simulation
 
     # One line per finger capsule of the offline Franka, harmless: MuJoCo's CCD ignores geom margins.
     warnings.filterwarnings("ignore", message=".*authored margin.*zeroed", category=UserWarning)
 
-    with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device}):
+    with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device, **launcher_args}):
         env = gym.make(task, cfg=env_cfg).unwrapped
         try:
             yield env

@@ -130,6 +130,7 @@ class TerminalKeyboard(DeviceBase):
 
         if not self._stop.is_set():
             self._stop.set()
+            self._thread.join(timeout=1.0)
             termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved_attrs)
 
     def __del__(self):
@@ -159,11 +160,12 @@ class TerminalKeyboard(DeviceBase):
             ready, _, _ = select.select([self._fd], [], [], 0.1)
             if not ready:
                 continue
-            chunk = os.read(self._fd, 64).decode(errors="ignore")
-            if chunk.startswith("\x1b") and len(chunk) > 1:
-                continue  # an escape sequence (arrow/function key): ignored
-            for char in chunk:
-                self._on_key({" ": "SPACE", "\x1b": "ESCAPE"}.get(char, char.upper()))
+            try:
+                chunk = os.read(self._fd, 64).decode(errors="ignore")
+            except OSError:
+                return
+            for key in _split_keys(chunk):
+                self._on_key(key)
 
     def _on_key(self, key: str) -> None:
         if self.motion and key in self._MOTION:
@@ -175,6 +177,26 @@ class TerminalKeyboard(DeviceBase):
                 self._close_gripper = not self._close_gripper
         if key in self._callbacks:
             self._callbacks[key]()
+
+
+def _split_keys(chunk: str) -> list[str]:
+    """Key names in a chunk read from the terminal: escape sequences (arrows, F-keys) are dropped,
+    a lone Esc is ``"ESCAPE"``, Space is ``"SPACE"``, letters are upper-case."""
+    keys, i = [], 0
+    while i < len(chunk):
+        char = chunk[i]
+        if char == "\x1b" and i + 1 < len(chunk) and chunk[i + 1] in "[O":
+            i += 2
+            while i < len(chunk) and not (chunk[i].isalpha() or chunk[i] == "~"):
+                i += 1
+        elif char == "\x1b":
+            keys.append("ESCAPE")
+        elif char == " ":
+            keys.append("SPACE")
+        else:
+            keys.append(char.upper())
+        i += 1
+    return keys
 
 
 def create_device(name: str, callbacks: dict[str, Callable], sim_device: str, sensitivity: float = 1.0,

@@ -12,7 +12,7 @@ Examples::
     python l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --overwrite
     python l2/teleop/run.py --teleop_device keyboard --visualizer newton --record-trace my_session.json
     python l2/teleop/run.py --teleop_device spacemouse --visualizer viser --append
-    isaaclab.sh -p l2/teleop/run.py --teleop_device gamepad --device cuda physics=physx
+    isaaclab.sh -p l2/teleop/run.py --teleop_device gamepad --visualizer kit --device cuda physics=physx
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 from l2 import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Teleop"
-VISUALIZERS = ("none", "newton", "viser", "rerun")
+VISUALIZERS = ("none", "newton", "viser", "rerun", "kit")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,7 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="session ticks per second (default: the control rate for live devices, unthrottled for replay)")
     group.add_argument("--sensitivity", type=float, default=1.0, help="scale of the device steps (default: %(default)s)")
     group.add_argument("--visualizer", default="none", choices=VISUALIZERS,
-                       help="kit-less viewer: newton (OpenGL window), viser (web page), rerun (default: %(default)s)")
+                       help="viewer: newton (OpenGL window), viser (web page), rerun: kit-less; kit: Isaac Sim's window "
+                       "(needs Isaac Sim; gives Isaac Lab's Se3Keyboard and Se3Gamepad) (default: %(default)s)")
     group.add_argument("--log_actions", default=None, help="also save every action sent to the env (.npz)")
     args = parser.parse_args(argv)
     if args.num_envs != 1:
@@ -127,6 +128,7 @@ def collect(args: argparse.Namespace) -> int:
     viz = _visualizer_cfg(args.visualizer)
     if viz is not None:
         env_cfg.sim.visualizer_cfgs = [viz]
+    launcher_args = {"headless": False, "visualizer": ["kit"]} if args.visualizer == "kit" else {}
     output.parent.mkdir(parents=True, exist_ok=True)
 
     log: list = []
@@ -136,12 +138,12 @@ def collect(args: argparse.Namespace) -> int:
     extras = []
     previous_sigint = signal.getsignal(signal.SIGINT)
     try:
-        with sim.make_env(env_cfg, args.task) as env:
+        with sim.make_env(env_cfg, args.task, **launcher_args) as env:
             already = dataset_handler(env).get_num_episodes()
             step_hz = args.step_hz if args.step_hz is not None else (None if trace else 1.0 / env.step_dt)
             session = TeleopSession(
                 env, None, num_success_steps=args.num_success_steps, num_demos=args.num_demos, control=control,
-                step_hz=step_hz, recorder=recorder, render=viz is not None,
+                step_hz=step_hz, recorder=recorder, render=args.visualizer != "none",
                 on_action=(lambda a: log.append(a.cpu().numpy().copy())) if args.log_actions else None,
             )
             device, extras = create_device(args.teleop_device, session.callbacks(), env.device, args.sensitivity,
