@@ -140,14 +140,25 @@ def _init_worker(state: dict) -> None:
     _W.update(state)
 
 
-def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
-    """Read, check and write one episode in one go (its files are removed again if it is bad)."""
+def _read_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, object]:
     ref, job = item
     try:
-        ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "")
-        return ref, None, write_episode(_W["root"], _W["layout"], ep, job)
+        return ref, None, l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "")
     except InputError as e:
         return ref, e, None
+
+
+def _write_one(ref: EpisodeRef, job: EpisodeJob, ep) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
+    try:
+        return ref, None, write_episode(_W["root"], _W["layout"], ep, job)
+    except InputError as e:  # e.g. an unreadable camera frame met while encoding (its files are removed)
+        return ref, e, None
+
+
+def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
+    """Read, check and write one episode in one go (its files are removed again if it is bad)."""
+    ref, err, ep = _read_one(item)
+    return (ref, err, None) if err is not None else _write_one(ref, item[1], ep)
 
 
 def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool) -> Iterator:
@@ -156,8 +167,8 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
     try:
         if workers <= 1:
             _init_worker(state)
-            for it in items:
-                yield fn(it)
+            for r in map(fn, items):
+                yield r
                 bar.update()
         else:
             # forkserver: workers fork from a clean, single-threaded server that has imported l3 once

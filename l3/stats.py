@@ -78,6 +78,8 @@ class StreamingHistogram:
         self.width: np.ndarray | None = None
         self._buf: list[np.ndarray] = []
         self._rows = 0
+        self.moments: Moments | None = None
+        """Moments of every row added so far (merged exactly, batch by batch)."""
 
     def add(self, x: np.ndarray) -> None:
         """Account for the rows of a (T, D) (or (T,)) array."""
@@ -94,7 +96,9 @@ class StreamingHistogram:
         self._buf, self._rows = [], 0
         if not len(x):
             return
-        mn, mx = x.min(axis=0), x.max(axis=0)
+        m = Moments.of(x)
+        self.moments = m if self.moments is None else self.moments.merge(m)
+        mn, mx = m.min, m.max
         B, D = self.bins, x.shape[1]
         if self.counts is None:
             self.lo, self.width = mn.copy(), (mx - mn) / B

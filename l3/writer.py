@@ -132,7 +132,6 @@ class EpisodeResult:
     success: bool
     fields: dict[str, Any]
     stats: dict[str, dict]
-    moments: dict[str, st.Moments]
     floats: dict[str, np.ndarray]
     nbytes: int
     video_frames: int
@@ -217,31 +216,37 @@ def numbered_stats(layout: Layout, T: int, job: EpisodeJob) -> dict[str, dict]:
 def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: EpisodeJob, success: bool) -> pa.Table:
     """The parquet table of one episode (built from numpy directly)."""
     T = len(state)
-    fi, ts, done = _frame_columns(T, layout.fps)
-    const = lambda v: pa.array(np.full(T, v, dtype=np.int64))  # noqa: E731
-    arrays = [_list_column(state), _list_column(action), pa.array(ts), pa.array(fi), const(job.index),
+    fi, ts, done, rw = _cached(("pa-frames", T, layout.fps, bool(success)), lambda: tuple(
+        pa.array(a) for a in (*_frame_columns(T, layout.fps), _reward(T, success))))
+    const = lambda v: _cached(("pa-const", T, v), lambda: pa.array(np.full(T, v, dtype=np.int64)))  # noqa: E731
+    arrays = [_list_column(state), _list_column(action), ts, fi, pa.array(np.full(T, job.index, dtype=np.int64)),
               pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)), const(job.task_index)]
     arrays += [const(job.task_index if kind == "task" else job.validity_index) for _, kind in layout.annotation_columns()]
-    arrays += [pa.array(_reward(T, success)), pa.array(done)]
+    arrays += [rw, done]
     return pa.Table.from_arrays(arrays, names=_columns(layout))
 
 
 def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
     """Write one episode's parquet; return its size in bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with pa.OSFile(str(path), "wb") as sink:  # a plain file sink: cheaper than pq's filesystem layer
-        pq.write_table(table, sink, **_cached(("options", id(layout)), lambda: _parquet_options(layout)))
-    return path.stat().st_size
+    options = _cached(("options", *_columns(layout)), lambda: _parquet_options(layout))
+    try:
+        sink = pa.OSFile(str(path), "wb")  # a plain file sink: cheaper than pq's filesystem layer
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sink = pa.OSFile(str(path), "wb")
+    with sink:
+        pq.write_table(table, sink, **options)
+        return sink.tell()
 
 
-def _float_stats(T: int, fps: int, success: bool) -> tuple[dict, dict]:
-    """Stats and moments of the columns fixed by T and success (timestamp, frame_index, next.*)."""
+def _fixed_stats(T: int, fps: int, success: bool) -> dict:
+    """Stats of the columns fixed by T and success (timestamp, frame_index, next.*)."""
     def make():
         fi, ts, done = _frame_columns(T, fps)
         rw = _reward(T, success)
         stats = {"timestamp": st.episode_feature_stats(ts), "frame_index": st.episode_feature_stats(fi),
                  "next.reward": st.episode_feature_stats(rw), "next.done": st.episode_feature_stats(done)}
-        return stats, {"timestamp": st.Moments.of(ts), "next.reward": st.Moments.of(rw)}
+        return stats
     return _cached(("float-stats", T, fps, bool(success)), make)
 
 
@@ -263,10 +268,8 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         action = np.concatenate([ep.action[s.key] for s in m.action], axis=1, dtype=np.float32)
         nbytes = write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
 
-        fixed_stats, fixed_moments = _float_stats(T, fps, ep.success)
-        ms, ma = st.Moments.of(state), st.Moments.of(action)
-        stats = {"observation.state": st.moments_stats(ms), "action": st.moments_stats(ma), **fixed_stats}
-        moments = {"observation.state": ms, "action": ma, **fixed_moments}
+        stats = {"observation.state": st.moments_stats(st.Moments.of(state)),
+                 "action": st.moments_stats(st.Moments.of(action)), **_fixed_stats(T, fps, ep.success)}
 
         video_frames = 0
         for cam in m.cameras:
@@ -284,7 +287,7 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             p.unlink(missing_ok=True)
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
-    return EpisodeResult(i, T, job, bool(ep.success), fields, stats, moments,
+    return EpisodeResult(i, T, job, bool(ep.success), fields, stats,
                          {"observation.state": state, "action": action}, nbytes, video_frames)
 
 
@@ -317,7 +320,7 @@ def _jsonl_line(obj: dict) -> str:
 class MetaWriter:
     """Streams episodes.jsonl / episodes_stats.jsonl in episode order and writes the rest at the end.
 
-    Dataset statistics: moments merged exactly; q01/q99 from streaming histograms
+    Dataset statistics: moments merged exactly and q01/q99 from streaming histograms
     (:class:`l3.stats.StreamingHistogram`), so no range has to be known before the first episode.
     """
 
@@ -327,7 +330,6 @@ class MetaWriter:
         self._episodes = open(root / META / "episodes.jsonl", "w", encoding="utf-8")
         self._ep_stats = open(root / META / "episodes_stats.jsonl", "w", encoding="utf-8")
         self.episodes = self.frames = 0
-        self.moments: dict[str, st.Moments] = {}
         self.hist = {k: st.StreamingHistogram() for k in FLOAT_FEATURES}
         self.jobs: list[EpisodeJob] = []
 
@@ -338,8 +340,6 @@ class MetaWriter:
         self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
                                           **r.fields}))
         self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": self._stats(r.stats, r.length, job)}))
-        for k in FLOAT_FEATURES:
-            self.moments[k] = r.moments[k] if k not in self.moments else self.moments[k].merge(r.moments[k])
         T, fps = r.length, self.layout.fps
         self.hist["observation.state"].add(r.floats["observation.state"])
         self.hist["action"].add(r.floats["action"])
@@ -391,10 +391,12 @@ class MetaWriter:
         _write_json(meta / "modality.json", L.modality())
         stats = {}
         for k in FLOAT_FEATURES:
-            m = self.moments[k]
+            h = self.hist[k]
+            h.flush()
+            m = h.moments
             s = {"mean": m.mean, "std": m.std, "min": m.min, "max": m.max}
             for name, q in st.QUANTILES.items():
-                s[name] = self.hist[k].quantile(q, m.min, m.max)
+                s[name] = h.quantile(q, m.min, m.max)
             stats[k] = {name: st.to_json(v) for name, v in s.items()}
         _write_json(meta / "stats.json", stats)
 

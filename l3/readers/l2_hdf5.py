@@ -249,27 +249,83 @@ MEMORY_TERM_BYTES = 256 * 2**20
 ones (and non-float ones such as camera frames) stay on disk and are read in blocks or chunks."""
 
 
-def _datasets(gid, prefix: str) -> Iterator[tuple[str, object]]:
+_FLAT_NAMES: dict[str, list[tuple[str, bytes]]] = {}
+"""The last list of dataset names seen in a group (by path prefix), sorted: episodes of a file
+usually share their layout, and listing a group costs more than opening what it holds."""
+
+
+def _datasets(gid, prefix: str) -> list[tuple[str, object]]:
     """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, in the
     order ``l2.validate`` visits them (sorted by name at each level, nested groups included)."""
+    cached = _FLAT_NAMES.get(prefix)
+    if cached is not None and gid.get_num_objs() == len(cached):
+        # the group holds as many links as the cached names: if every cached name opens as a
+        # dataset, its links are exactly those names (link names are unique)
+        try:
+            return [(f"{prefix}{name}", h5py.h5d.open(gid, raw)) for name, raw in cached]
+        except (KeyError, ValueError, TypeError, RuntimeError, OSError):
+            pass
+    out: list[tuple[str, object]] = []
+    flat: list[tuple[str, bytes]] | None = []
     for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
-        obj = h5py.h5o.open(gid, name.encode("utf-8", "surrogateescape"))
+        raw = name.encode("utf-8", "surrogateescape")
+        obj = h5py.h5o.open(gid, raw)
         if isinstance(obj, h5py.h5d.DatasetID):
-            yield f"{prefix}{name}", obj
-        elif isinstance(obj, h5py.h5g.GroupID):
-            yield from _datasets(obj, f"{prefix}{name}/")
+            out.append((f"{prefix}{name}", obj))
+            if flat is not None:
+                flat.append((name, raw))
+        else:
+            flat = None
+            if isinstance(obj, h5py.h5g.GroupID):
+                out += _datasets(obj, f"{prefix}{name}/")
+    if flat is not None:
+        _FLAT_NAMES[prefix] = flat
+    return out
+
+
+_MTYPES: dict[np.dtype, object] = {}
+_TYPES: list[tuple[object, np.dtype]] = []
+"""HDF5 types seen, with their numpy dtype: comparing types is much cheaper than converting one."""
+
+
+def _dtype(did) -> np.dtype:
+    t = did.get_type()
+    for tid, dt in _TYPES:
+        if t == tid:
+            return dt
+    dt = t.dtype
+    if len(_TYPES) < 16:
+        _TYPES.append((t, dt))
+    return dt
 
 
 def _load(did) -> np.ndarray | h5py.Dataset:
     """A float dataset as an array (one H5Dread, no high-level lookups); others as h5py datasets."""
-    dt = did.dtype
+    dt = _dtype(did)
     shape = did.shape
     if dt.kind == "f" and shape and dt.itemsize * math.prod(shape) <= MEMORY_TERM_BYTES:
         a = np.empty(shape, dtype=dt)
         if a.size:
-            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a)
+            mtype = _MTYPES.get(dt)
+            if mtype is None:  # building the memory type is most of a small read's cost: once per dtype
+                mtype = _MTYPES[dt] = h5py.h5t.py_create(dt)
+            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a, mtype)
         return a
     return h5py.Dataset(did)
+
+
+def _open_kind(gid, name: str, want):
+    """(kind, object): ("missing", None), ("other", None) or (want's kind, the low-level object)."""
+    raw = name.encode()
+    try:
+        return "ok", (h5py.h5d.open if want == "dataset" else h5py.h5g.open)(gid, raw)
+    except (KeyError, ValueError, TypeError, RuntimeError, OSError):
+        pass
+    if not gid.links.exists(raw):
+        return "missing", None
+    obj = h5py.h5o.open(gid, raw)  # raises for a dangling link: reported as unreadable
+    ok = isinstance(obj, h5py.h5d.DatasetID if want == "dataset" else h5py.h5g.GroupID)
+    return ("ok", obj) if ok else ("other", None)
 
 
 def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
@@ -295,18 +351,13 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
             T = ref.length
             # one pass over the episode's datasets: actions and obs/... (what every check needs)
             loaded: dict[str, np.ndarray | h5py.Dataset] = {}
-            actions_kind = obs_kind = None
-            if gid.links.exists(schema.ACTIONS.encode()):
-                obj = h5py.h5o.open(gid, schema.ACTIONS.encode())
-                actions_kind = "dataset" if isinstance(obj, h5py.h5d.DatasetID) else "other"
-                if actions_kind == "dataset":
-                    loaded[schema.ACTIONS] = _load(obj)
-            if gid.links.exists(schema.OBS.encode()):
-                obj = h5py.h5o.open(gid, schema.OBS.encode())
-                obs_kind = "group" if isinstance(obj, h5py.h5g.GroupID) else "other"
-                if obs_kind == "group":
-                    for name, did in _datasets(obj, f"{schema.OBS}/"):
-                        loaded[name] = _load(did)
+            actions_kind, obj = _open_kind(gid, schema.ACTIONS, "dataset")
+            if obj is not None:
+                loaded[schema.ACTIONS] = _load(obj)
+            obs_kind, obj = _open_kind(gid, schema.OBS, "group")
+            if obj is not None:
+                for name, did in _datasets(obj, f"{schema.OBS}/"):
+                    loaded[name] = _load(did)
             if check:
                 for term, a in loaded.items():  # actions first, then obs/... in name order
                     n = a.shape[0] if a.shape else 0
@@ -354,7 +405,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                                      "in the first episode")
                 cameras[c.key] = H5Frames(file, path, tuple(ds.shape))
             if check and _l2_validate_episode is not None:
-                if actions_kind != "other" and obs_kind == "group":  # checked on the arrays already read
+                if actions_kind != "other" and obs_kind == "ok":  # checked on the arrays already read
                     terms = [_l2.Term(f"{ref.group}/{k}", v) for k, v in loaded.items() if k != schema.ACTIONS]
                     act = loaded.get(schema.ACTIONS)
                     violations = _l2.validate_episode_data(
