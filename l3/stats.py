@@ -29,9 +29,17 @@ class Moments:
     @classmethod
     def of(cls, x: np.ndarray) -> Moments:
         """Moments of the rows of a (T, D) array."""
-        x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+        x = np.asarray(x).reshape(len(x), -1)
+        lo, hi = x.min(axis=0), x.max(axis=0)  # exact in the input dtype
+        x = x.astype(np.float64, copy=False)
         mean = x.mean(axis=0)
-        return cls(len(x), mean, ((x - mean) ** 2).sum(axis=0), x.min(axis=0), x.max(axis=0))
+        d = x - mean
+        np.square(d, out=d)
+        return cls(len(x), mean, d.sum(axis=0), lo.astype(np.float64), hi.astype(np.float64))
+
+    def columns(self, a: int, b: int | None) -> Moments:
+        """The moments of columns a:b."""
+        return Moments(self.count, self.mean[a:b], self.m2[a:b], self.min[a:b], self.max[a:b])
 
     def merge(self, o: Moments) -> Moments:
         """Moments of the union of both row sets."""
@@ -92,7 +100,7 @@ class StreamingHistogram:
     def flush(self) -> None:
         if not self._buf:
             return
-        x = np.concatenate(self._buf).astype(np.float64, copy=False)
+        x = np.concatenate(self._buf, dtype=np.float64)
         self._buf, self._rows = [], 0
         if not len(x):
             return
@@ -107,7 +115,10 @@ class StreamingHistogram:
             for j in range(D):
                 self._grow(j, mn[j], mx[j])
         w = np.where(self.width > 0, self.width, 1.0)
-        idx = np.clip(((x - self.lo) / w).astype(np.int64), 0, B - 1)
+        np.subtract(x, self.lo, out=x)
+        np.divide(x, w, out=x)
+        idx = x.astype(np.int64)
+        np.clip(idx, 0, B - 1, out=idx)
         idx += np.arange(D, dtype=np.int64) * B
         self.counts += np.bincount(idx.ravel(), minlength=D * B).reshape(D, B)
 

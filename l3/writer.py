@@ -268,8 +268,10 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         action = np.concatenate([ep.action[s.key] for s in m.action], axis=1, dtype=np.float32)
         nbytes = write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
 
-        stats = {"observation.state": st.moments_stats(st.Moments.of(state)),
-                 "action": st.moments_stats(st.Moments.of(action)), **_fixed_stats(T, fps, ep.success)}
+        both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
+        ds = state.shape[1]
+        stats = {"observation.state": st.moments_stats(both.columns(0, ds)),
+                 "action": st.moments_stats(both.columns(ds, None)), **_fixed_stats(T, fps, ep.success)}
 
         video_frames = 0
         for cam in m.cameras:
@@ -339,7 +341,7 @@ class MetaWriter:
             raise ValueError(f"episode {job.index} added out of order (expected {self.episodes})")
         self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
                                           **r.fields}))
-        self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": self._stats(r.stats, r.length, job)}))
+        self._ep_stats.write(self._stats_line(r, job))
         T, fps = r.length, self.layout.fps
         self.hist["observation.state"].add(r.floats["observation.state"])
         self.hist["action"].add(r.floats["action"])
@@ -349,12 +351,21 @@ class MetaWriter:
         self.episodes += 1
         self.frames += r.length
 
-    def _stats(self, stats: dict, T: int, job: EpisodeJob) -> dict:
-        """All of an episode's stats in column order (then cameras), numbered columns for ``job``."""
+    def _stats_line(self, r: EpisodeResult, job: EpisodeJob) -> str:
+        """The episodes_stats.jsonl line: every column in order (then cameras), numbered ones for
+        ``job``; the text json.dumps gives, with the stats fixed by (T, success) serialized once."""
+        T, fps = r.length, self.layout.fps
+        fixed = _cached(("fixed-json", T, fps, r.success), lambda: {
+            k: json.dumps(v) for k, v in _fixed_stats(T, fps, r.success).items()})
         numbered = numbered_stats(self.layout, T, job)
-        out = {c: numbered[c] if c in numbered else stats[c] for c in _columns(self.layout)}
-        out.update((k, v) for k, v in stats.items() if k not in out)
-        return out
+        cols = _columns(self.layout)
+        parts = []
+        for c in (*cols, *(k for k in r.stats if k not in cols)):
+            frag = fixed.get(c)
+            if frag is None:
+                frag = json.dumps(numbered[c] if c in numbered else r.stats[c], ensure_ascii=False)
+            parts.append(f"{json.dumps(c, ensure_ascii=False)}: {frag}")
+        return f'{{"episode_index": {job.index}, "stats": {{{", ".join(parts)}}}}}\n'
 
     def retask(self, tasks: list[str], jobs: list[EpisodeJob]) -> None:
         """Replace the task list and every episode's task indices (after skipped episodes changed
