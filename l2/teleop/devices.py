@@ -50,12 +50,12 @@ class Controls:
     motion: str
 
 
-TERMINAL_CONTROLS = Controls("Space", "R", "Esc (or Ctrl-C)", "")
+TERMINAL_CONTROLS = Controls("Space", "R", "Esc", "")
 CONTROLS = {
     "keyboard": Controls(
         "Space",
         "R",
-        "Esc (or Ctrl-C)",
+        "Esc",
         "W/S x, A/D y, Q/E z, Z/X roll, T/G pitch, C/V yaw, K toggle gripper"
         " (terminal: each key press nudges; hold a key to move)",
     ),
