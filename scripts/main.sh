@@ -5,8 +5,11 @@
 #   scripts/main.sh                      # 8 demos with 8 envs
 #   NUM_DEMOS=32 NUM_ENVS=16 scripts/main.sh
 #
-# Demos are appended to data/demos/scripted_lift_cube.hdf5 (an existing file is never truncated);
-# the GR00T dataset is derived from all files in data/demos/ and rewritten at outputs/lift_cube_gr00t.
+# Scripted demos are appended to data/demos/scripted_lift_cube.hdf5 (an existing file is never
+# truncated); on the first run a teleop session is replayed from config/teleop/ into
+# data/demos/teleop_lift_cube.hdf5; with RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt a PPO rollout is
+# appended to data/demos/rl_lift_cube.hdf5. The GR00T dataset is derived from all files in
+# data/demos/ and rewritten at outputs/lift_cube_gr00t.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$REPO/scripts/setup.sh"
@@ -20,6 +23,18 @@ echo "== 1/4 collect: scripted pick-and-lift, kit-less Newton on the CPU"
 "$PY" l2/scripted/run.py --num_envs "${NUM_ENVS:-8}" --num_demos "${NUM_DEMOS:-8}" --output "$DEMOS" \
   $([ -f "$DEMOS" ] && echo --append)
 
+TELEOP="data/demos/teleop_lift_cube.hdf5"
+if [ ! -f "$TELEOP" ]; then
+  echo "== 1b/4 collect: a teleop session replayed from the shipped device trace (first run only)"
+  "$PY" l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --num_demos 1 --output "$TELEOP"
+fi
+if [ -n "${RL_CHECKPOINT:-}" ]; then
+  echo "== 1c/4 collect: PPO policy rollout of $RL_CHECKPOINT"
+  RL="data/demos/rl_lift_cube.hdf5"
+  "$PY" l2/rl/rollout.py --checkpoint "$RL_CHECKPOINT" --num_envs "${NUM_ENVS:-8}" --num_demos "${NUM_DEMOS:-8}" \
+    --output "$RL" $([ -f "$RL" ] && echo --append)
+fi
+
 echo "== 2/4 validate the L2 HDF5 files"
 "$PY" -m l2.validate data/demos/*.hdf5
 
@@ -31,5 +46,5 @@ echo "== 4/4 validate the GR00T LeRobot dataset"
 
 echo
 echo "main job done in $(( $(date +%s) - start )) s"
-echo "  demos (L2 HDF5):        $REPO/$DEMOS"
+echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*.hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T"

@@ -47,10 +47,11 @@ def test_state_machine_walks_through_states_and_envs_are_independent():
     ee = far.clone()
     ee[1] = cube[1] + torch.tensor([0.0, 0.0, cfg.approach_height])
     out = _step(sm, ee, cube, quat)
+    grasp = cube[1] + torch.tensor([0.0, 0.0, cfg.grasp_height])
     assert sm.state.tolist() == [PickState.APPROACH, PickState.DESCEND, PickState.APPROACH]
-    assert torch.allclose(out[1, :3], cube[1])
-    # env 1 reaches the cube: it closes and then lifts while the others keep approaching.
-    ee[1] = cube[1]
+    assert torch.allclose(out[1, :3], grasp)
+    # env 1 reaches the grasp pose: it closes and then lifts while the others keep approaching.
+    ee[1] = grasp
     out = _step(sm, ee, cube, quat)
     assert sm.state[1] == PickState.GRASP and out[1, 7] < 0 and (out[[0, 2], 7] > 0).all()
     _step(sm, ee, cube, quat, n=int(cfg.grasp_time / cfg.dt) + 1)

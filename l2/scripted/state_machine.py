@@ -39,8 +39,10 @@ class PickAndLiftCfg:
     rest_time: float = 0.1
     approach_height: float = 0.10
     """Height above the cube's centre before descending."""
-    grasp_height: float = 0.0
-    """End-effector (between the finger pads) height relative to the cube's centre when closing."""
+    grasp_height: float = 0.03
+    """End-effector height relative to the cube's centre when closing. The fingertips reach about 5 cm
+    below the end-effector point, so a cube resting on the ground is taken 3 cm below it (lower, the
+    fingertips would push against the ground and the cube would be held by the tips only)."""
     lift_height: float = 0.20
     """Target height of the end effector above the robot base while lifting."""
     position_threshold: float = 0.01
