@@ -9,6 +9,15 @@ from pathlib import Path
 from l2.recording import OnExists
 
 
+def runner_parser(doc: str) -> argparse.ArgumentParser:
+    """A runner's parser: first paragraph of its module docstring as description, its examples as epilog."""
+    return argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        epilog="examples:" + doc.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num_demos: int) -> None:
     group = parser.add_argument_group("dataset")
     group.add_argument("--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)")

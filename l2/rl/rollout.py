@@ -25,11 +25,7 @@ from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("Examples::")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.runner_parser(__doc__)
     parser.add_argument("--checkpoint", required=True, help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py")
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10)

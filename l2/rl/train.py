@@ -22,17 +22,13 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import sim
+from l2 import cli, sim
 
 DEFAULT_TASK = "L2-Lift-Cube-Franka-RL"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("Examples::")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     group = parser.add_argument_group("training")
     group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's 1500)")

@@ -26,11 +26,7 @@ DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Scripted"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("Examples::")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/scripted_lift_cube.hdf5", num_demos=10)
     parser.add_argument(

@@ -34,11 +34,7 @@ VISUALIZERS = ("none", "newton", "viser", "rerun", "kit")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from l2.teleop.devices import DEVICES
 
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("Examples::")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=1, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10)
     group = parser.add_argument_group("teleoperation")
