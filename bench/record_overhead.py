@@ -45,7 +45,7 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
         env_cfg.recorders = None
     else:
         recorders = ActionStateRecorderManagerCfg() if variant == "isaaclab" else None
-        configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", DEFAULT_TASK, recorders=recorders)
+        configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", DEFAULT_TASK, "overwrite", recorders=recorders)
     with sim.make_env(env_cfg, DEFAULT_TASK) as env:
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
         robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
