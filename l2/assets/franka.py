@@ -18,7 +18,8 @@ from l2.assets.franka_build import franka_usd_path
 
 EE_BODY = "panda_link7"
 EE_OFFSET_POS = (0.0, 0.0, 0.2104)
-"""Point between the finger pads, in the ``panda_link7`` frame (= Isaac Lab's panda_hand + 0.1034 m)."""
+"""End-effector point in the ``panda_link7`` frame (= Isaac Lab's panda_hand + 0.1034 m, between the official
+model's finger pads; the offline model's pads are longer, so it is their upper end and the tips are 5 cm lower)."""
 EE_OFFSET_ROT = (0.0, 0.0, -0.3826834, 0.9238795)
 """The ``panda_hand`` orientation in the ``panda_link7`` frame (-45 deg about z, xyzw), so our IK targets
 mean the same as Isaac Lab's stock Franka IK tasks (top-down grasp = quaternion (1, 0, 0, 0))."""

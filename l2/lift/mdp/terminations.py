@@ -21,7 +21,7 @@ def cube_lifted_and_held(
     ee_frame_cfg: SceneEntityCfg = SceneEntityCfg("ee_frame"),
 ) -> torch.Tensor:
     """Success: the cube's centre is at least ``minimal_height`` above the robot base and within
-    ``max_ee_distance`` of the point between the finger pads (so it is held, not thrown)."""
+    ``max_ee_distance`` of the end-effector point (so it is held in the gripper, not thrown)."""
     cube_pos = env.scene[object_cfg.name].data.root_pos_w.torch
     base_z = env.scene[robot_cfg.name].data.root_pos_w.torch[:, 2]
     ee_pos = env.scene[ee_frame_cfg.name].data.target_pos_w.torch[:, 0]
