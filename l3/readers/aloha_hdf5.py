@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import h5py
 import numpy as np
@@ -26,8 +27,8 @@ import numpy as np
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Camera, Mapping, Slice
-from l3.readers.common import FileScan, OneFileCache, attr_text, check_name, open_hdf5, read_float
-from l3.readers.jpeg import FRAME_CHUNK, JpegFrames, first_frame_shape
+from l3.readers.common import FileScan, H5Frames, OneFileCache, attr_text, check_name, open_hdf5, read_float
+from l3.readers.jpeg import JpegFrames, first_frame_shape
 
 FORMAT = "aloha"
 DEFAULT_FPS = 50
@@ -59,14 +60,8 @@ def is_aloha(f: h5py.File) -> bool:
 _FILES = OneFileCache()
 
 
-@contextmanager
-def _cached(file: str) -> Iterator[h5py.File]:
-    f = _FILES.get(file, lambda: open_hdf5(file))
-    try:
-        yield f
-    except BaseException:
-        _FILES.close()
-        raise
+def _cached(file: str) -> AbstractContextManager[h5py.File]:
+    return _FILES.using(file, lambda: open_hdf5(file))
 
 
 def close_cached() -> None:
@@ -200,7 +195,7 @@ def read_episode(ref: AlohaRef, mapping: Mapping, dims: dict[str, tuple[int, ...
                 if _is_jpeg(ds):
                     cameras[c.key] = JpegFrames(lambda p=path: _trimmed_file(file, p), file, path, (T, h, w, 3), what)
                 elif ds.dtype == np.uint8 and ds.ndim == 4 and ds.shape[1:] == (h, w, 3):
-                    cameras[c.key] = _RawFrames(file, path, (T, h, w, 3))
+                    cameras[c.key] = H5Frames(partial(_cached, file), file, path, (T, h, w, 3))
                 else:
                     raise InputError(file, path, f"camera must be (T, H, W, 3) uint8 frames of the first episode's "
                                      f"size {h}x{w}, or (T, L) uint8 padded JPEG; got {ds.dtype} {ds.shape}")
@@ -217,20 +212,3 @@ def read_episode(ref: AlohaRef, mapping: Mapping, dims: dict[str, tuple[int, ...
                    action={s.key: take(s) for s in mapping.action}, cameras=cameras,
                    task=task if task is not None else (ref.task or mapping.task), source=ref.source,
                    success=True, fields={"file": ref.file, "episode": os.path.basename(ref.file)})
-
-
-class _RawFrames:
-    """Raw (T, H, W, 3) frames read FRAME_CHUNK at a time (a FrameSource)."""
-
-    def __init__(self, file: str, path: str, shape: tuple[int, int, int, int]):
-        self.file, self.path, self.shape = file, path, shape
-
-    def chunks(self) -> Iterator[np.ndarray]:
-        with _cached(self.file) as f:
-            ds = f[self.path]
-            for i in range(0, self.shape[0], FRAME_CHUNK):
-                try:
-                    yield np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
-                except (OSError, RuntimeError, ValueError) as e:
-                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None
-

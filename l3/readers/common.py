@@ -1,16 +1,22 @@
-"""Small helpers shared by the real-robot readers (platform export, ALOHA)."""
+"""Helpers shared by the readers (L2 demos, platform export, ALOHA): opening and caching files,
+attributes, float checks, raw camera frames."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
 
 from l3.errors import InputError
+
+FRAME_CHUNK = 32
+"""Camera frames (raw or JPEG rows) read from HDF5 at a time."""
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -23,12 +29,15 @@ def check_name(file: str, path: str, name: str, what: str = "camera name") -> st
     return name
 
 
-def attr_text(v) -> str:
-    """An HDF5 string attribute as text: h5py vlen str, bytes / numpy bytes (fixed length), 0-d arrays."""
+def attr_text(v, errors: str = "strict") -> str:
+    """An HDF5 string attribute as text: h5py vlen str, bytes / numpy bytes (fixed length), 0-d arrays.
+
+    Bytes are decoded as UTF-8 with ``errors`` (``"strict"``: invalid UTF-8 raises UnicodeDecodeError).
+    """
     if isinstance(v, np.ndarray) and v.shape == ():
         v = v[()]
     if isinstance(v, bytes | np.bytes_):
-        return bytes(v).decode("utf-8")
+        return bytes(v).decode("utf-8", errors)
     return str(v)
 
 
@@ -109,7 +118,6 @@ class OneFileCache:
     def __init__(self) -> None:
         self.key = None
         self.f: h5py.File | None = None
-        self.extra = None
 
     def get(self, key, open_fn: Callable[[], h5py.File]) -> h5py.File:
         if self.key != key or self.f is None or not self.f.id.valid:
@@ -126,11 +134,56 @@ class OneFileCache:
                 pass
         self.key, self.f = None, None
 
+    def using(self, key, open_fn: Callable[[], h5py.File]) -> AbstractContextManager[h5py.File]:
+        """``with cache.using(key, open_fn) as f``: the cached file for ``key`` (opened with
+        ``open_fn`` if another or none is cached); an exception inside the block closes it (the file
+        may be the broken part)."""
+        return _Using(self, key, open_fn)
 
+
+class _Using:
+    """The context manager of :meth:`OneFileCache.using` (a class: cheaper per episode than a
+    generator-based one)."""
+
+    __slots__ = ("cache", "key", "open_fn")
+
+    def __init__(self, cache: OneFileCache, key, open_fn: Callable[[], h5py.File]) -> None:
+        self.cache, self.key, self.open_fn = cache, key, open_fn
+
+    def __enter__(self) -> h5py.File:
+        return self.cache.get(self.key, self.open_fn)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.cache.close()
+
+
+@dataclass
 class FileScan:
     """Result of scanning one input: its episodes (in order), per-episode errors, its source tag."""
 
-    def __init__(self, file: str, source: str):
-        self.file, self.source = file, source
-        self.refs: list = []
-        self.errors: list[InputError] = []
+    file: str
+    source: str
+    refs: list = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+
+
+class H5Frames:
+    """Raw (T, H, W, 3) uint8 camera frames read lazily, FRAME_CHUNK at a time (a FrameSource).
+
+    ``opener()`` returns a context manager yielding the open h5py file: a fresh file
+    (``partial(open_hdf5, file)``) or a reader's cached one.
+    """
+
+    def __init__(self, opener: Callable[[], AbstractContextManager[h5py.File]], file: str, path: str,
+                 shape: tuple[int, int, int, int]):
+        self.opener, self.file, self.path, self.shape = opener, file, path, shape
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        with self.opener() as f:
+            ds = f[self.path]
+            for i in range(0, self.shape[0], FRAME_CHUNK):
+                try:
+                    yield np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
+                except (OSError, RuntimeError, ValueError) as e:
+                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None

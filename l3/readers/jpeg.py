@@ -15,9 +15,7 @@ import h5py
 import numpy as np
 
 from l3.errors import InputError
-
-FRAME_CHUNK = 32
-"""JPEG rows read and decoded at a time."""
+from l3.readers.common import FRAME_CHUNK  # JPEG rows read and decoded at a time
 
 _SOI = b"\xff\xd8"
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import h5py
 import numpy as np
@@ -21,15 +20,14 @@ from l2 import schema
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Mapping
+from l3.readers import common
+from l3.readers.common import H5Frames, OneFileCache, attr_text, check_finite, open_hdf5
 
 try:  # the L2 validator (per-episode schema checks); optional until it lands
     from l2 import validate as _l2
     from l2.validate import validate_episode as _l2_validate_episode
 except ImportError:  # pragma: no cover - depends on the other engineer's progress
     _l2 = _l2_validate_episode = None
-
-FRAME_CHUNK = 32
-"""Camera frames read from HDF5 at a time."""
 
 
 @dataclass(frozen=True)
@@ -54,66 +52,21 @@ class EpisodeRef:
 
 
 @dataclass
-class FileScan:
-    """Result of scanning one file: its episodes and the per-episode errors met on the way."""
+class FileScan(common.FileScan):
+    """Result of scanning one file: its episodes, the per-episode errors met on the way, and what
+    the file's root attributes say (legacy layout, env name)."""
 
-    file: str
-    source: str
     refs: list[EpisodeRef] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
     legacy: bool = False
     env_name: str | None = None
 
 
-def _open(file: str) -> h5py.File:
-    try:
-        size = os.path.getsize(file)
-    except OSError as e:
-        raise InputError(file, "/", f"cannot read file ({e.strerror})") from None
-    if size == 0:
-        raise InputError(file, "/", "empty file (0 bytes), not an HDF5 file")
-    try:
-        return h5py.File(file, "r")
-    except OSError as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(file, "/", f"cannot open as HDF5, truncated or corrupt? ({first})") from None
-
-
-_CACHE: dict[str, h5py.File] = {}
-
-
-class _Cached:
-    """Context manager over a per-process cache of one open file (episodes come file by file)."""
-
-    def __init__(self, file: str):
-        self.file = file
-
-    def __enter__(self) -> h5py.File:
-        f = _CACHE.get(self.file)
-        if f is None or not f.id.valid:
-            close_cached()
-            f = _CACHE[self.file] = _open(self.file)
-        return f
-
-    def __exit__(self, *exc) -> None:
-        if exc[0] is not None:
-            close_cached()
+_FILES = OneFileCache()
 
 
 def close_cached() -> None:
     """Close the file kept open by :func:`read_episode` (call when a conversion ends)."""
-    for f in _CACHE.values():
-        try:
-            f.close()
-        except Exception:  # noqa: BLE001 - closing a broken file must not raise
-            pass
-    _CACHE.clear()
-
-
-def _attr_text(v) -> str:
-    if isinstance(v, bytes | np.bytes_):
-        return v.decode("utf-8", "replace")
-    return str(v)
+    _FILES.close()
 
 
 _MISSING = object()
@@ -148,7 +101,7 @@ def scan_file(file: str, source: str) -> FileScan:
     ``FileScan.errors`` so that ``--skip-bad`` can skip just those episodes.
     """
     scan = FileScan(file=file, source=source)
-    with _open(file) as f:
+    with open_hdf5(file) as f:
         try:
             version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
             if schema.DATA_GROUP not in f:
@@ -167,7 +120,7 @@ def scan_file(file: str, source: str) -> FileScan:
             env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
             if env_args is not None:
                 try:
-                    scan.env_name = json.loads(_attr_text(env_args)).get("env_name")
+                    scan.env_name = json.loads(attr_text(env_args, errors="replace")).get("env_name")
                 except (ValueError, AttributeError):
                     raise InputError(file, f"/{schema.DATA_GROUP}", "env_args is not a JSON object") from None
             names = schema.sorted_demo_names(data.keys())
@@ -210,7 +163,7 @@ def scan_file(file: str, source: str) -> FileScan:
 def describe(ref: EpisodeRef) -> dict[str, tuple[tuple[int, ...], str]]:
     """Shape and dtype of every dataset of one episode, by path relative to its group."""
     out: dict[str, tuple[tuple[int, ...], str]] = {}
-    with _open(ref.file) as f:
+    with open_hdf5(ref.file) as f:
         g = f[ref.group]
 
         def visit(name: str, obj) -> None:
@@ -219,29 +172,6 @@ def describe(ref: EpisodeRef) -> dict[str, tuple[tuple[int, ...], str]]:
 
         g.visititems(visit)
     return out
-
-
-class H5Frames:
-    """Camera frames of one episode read lazily from an HDF5 dataset (a FrameSource)."""
-
-    def __init__(self, file: str, path: str, shape: tuple[int, int, int, int]):
-        self.file, self.path, self.shape = file, path, shape
-
-    def chunks(self) -> Iterator[np.ndarray]:
-        with _open(self.file) as f:
-            ds = f[self.path]
-            for i in range(0, self.shape[0], FRAME_CHUNK):
-                try:
-                    yield np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
-                except (OSError, RuntimeError, ValueError) as e:
-                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None
-
-
-def _check_finite(file: str, path: str, a: np.ndarray) -> None:
-    if not np.isfinite(a).all():
-        bad = np.argwhere(~np.isfinite(a))[0]
-        what = "NaN" if np.isnan(a[tuple(bad)]) else "infinite value"
-        raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
 
 
 MEMORY_TERM_BYTES = 256 * 2**20
@@ -341,7 +271,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
     raises InputError while the frames are consumed.
     """
     file = ref.file
-    with _Cached(file) as f:
+    with _FILES.using(file, lambda: open_hdf5(file)) as f:
         try:
             try:
                 gid = h5py.h5g.open(f.id, ref.group.encode())
@@ -385,7 +315,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                 if a.dtype != np.float32:
                     a = a.astype(np.float32)
                 if check:
-                    _check_finite(file, path, a)
+                    check_finite(file, path, a)
                 arrays[s.source] = a
             cameras: dict[str, H5Frames] = {}
             for c in mapping.cameras:
@@ -403,7 +333,7 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                 if tuple(ds.shape[1:]) != dims[c.source]:
                     raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
                                      "in the first episode")
-                cameras[c.key] = H5Frames(file, path, tuple(ds.shape))
+                cameras[c.key] = H5Frames(partial(open_hdf5, file), file, path, tuple(ds.shape))
             if check and _l2_validate_episode is not None:
                 if actions_kind != "other" and obs_kind == "ok":  # checked on the arrays already read
                     terms = [_l2.Term(f"{ref.group}/{k}", v) for k, v in loaded.items() if k != schema.ACTIONS]

@@ -17,8 +17,7 @@ import os
 import re
 import tarfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import h5py
@@ -132,14 +131,8 @@ def _open_ref(ref: PlatformRef) -> h5py.File:
     return open_hdf5(ref.file, lambda: h5py.File(io.BytesIO(data), "r"))
 
 
-@contextmanager
-def _cached(ref: PlatformRef) -> Iterator[h5py.File]:
-    f = _FILES.get((ref.archive, ref.file), lambda: _open_ref(ref))
-    try:
-        yield f
-    except BaseException:
-        _FILES.close()
-        raise
+def _cached(ref: PlatformRef) -> AbstractContextManager[h5py.File]:
+    return _FILES.using((ref.archive, ref.file), lambda: _open_ref(ref))
 
 
 def close_cached() -> None:
