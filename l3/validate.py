@@ -55,6 +55,7 @@ class _Checker:
     def __init__(self, root: Path):
         self.root = root
         self.out: list[Violation] = []
+        self.footer_layouts: list[tuple[pq.ParquetSchema, _FooterLayout]] = []
 
     def bad(self, path: str, message: str) -> None:
         self.out.append(Violation(path, message))
@@ -90,10 +91,13 @@ class _Checker:
         return rows
 
 
-def validate(root: str | Path, deep: bool = True) -> list[Violation]:
+def validate(root: str | Path, deep: bool = True, footers: dict[str, pq.FileMetaData] | None = None
+             ) -> list[Violation]:
     """All violations found in the dataset folder ``root`` (empty list: it conforms).
 
     ``deep=False``: parquet files are checked from their footers (see the module docstring).
+    ``footers`` (with ``deep=False``) maps parquet paths relative to ``root`` to the footers their
+    writer produced: those are checked without opening the files again (the converter's case).
     """
     c = _Checker(Path(root))
     if not c.root.is_dir():
@@ -192,7 +196,8 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
         length = e.get("length") if isinstance(e.get("length"), int) else 0
         chunk = k // info["chunks_size"]
         rel = info["data_path"].format(episode_chunk=chunk, episode_index=k)
-        _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep)
+        _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep,
+                       None if deep or footers is None else footers.get(rel))
         for key in videos:
             vrel = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=k)
             _check_video(c, vrel, length, fps, features[key]["shape"])
@@ -232,14 +237,16 @@ _ARROW_TYPES = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.in
 
 
 def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps: float, features: dict,
-                   task_ids: set, deep: bool = True) -> None:
+                   task_ids: set, deep: bool = True, footer: pq.FileMetaData | None = None) -> None:
     p = c.root / rel
     if not p.is_file():
         c.bad(rel, "missing")
         return
+    if footer is not None and _check_footer(c, rel, footer, k, length, offset, fps, features, task_ids):
+        return
     try:
         pf = pq.ParquetFile(p)  # read_table goes through pyarrow.dataset: slower per file
-        if not deep and _check_footer(c, rel, pf, k, length, offset, fps, features, task_ids):
+        if not deep and _check_footer(c, rel, pf.metadata, k, length, offset, fps, features, task_ids):
             return
         t = pf.read()
     except Exception as e:  # noqa: BLE001 - any reader error is a violation
@@ -285,52 +292,75 @@ def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps:
             c.bad(rel, "next.done must be true on the last row only")
 
 
-def _check_footer(c: _Checker, rel: str, pf: pq.ParquetFile, k: int, length: int, offset: int, fps: float,
+class _FooterLayout:
+    """What a footer check derives from a parquet schema and the features alone (same for every
+    episode of a dataset, so computed once per schema): type violations, and the column index of
+    each list column's leaf and each index column."""
+
+    def __init__(self, schema: pa.Schema, parquet_schema: pq.ParquetSchema, features: dict):
+        self.cols = [key for key, f in features.items() if f.get("dtype") != "video"]
+        self.names_ok = sorted(schema.names) == sorted(self.cols)
+        self.names = schema.names
+        self.type_errors: list[str] = []
+        self.lists: list[tuple[str, int, list[int]]] = []  # (key, width, leaf column indices)
+        if not self.names_ok:
+            return
+        leaf = {parquet_schema.column(j).path: j for j in range(len(parquet_schema))}
+        for key in self.cols:
+            f, typ = features[key], schema.field(key).type
+            want = _ARROW_TYPES.get(f.get("dtype"))
+            shape = f["shape"]
+            if len(shape) == 1 and shape[0] > 1 or f.get("names"):
+                if not (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)):
+                    self.type_errors.append(f"{key}: type {typ}, expected a list of {f.get('dtype')}")
+                    continue
+                if want is not None and typ.value_type != want:
+                    self.type_errors.append(f"{key}: values are {typ.value_type}, expected {f.get('dtype')}")
+                self.lists.append((key, shape[0], [leaf[p] for p in (f"{key}.list.element", f"{key}.list.item")
+                                                   if p in leaf]))
+            elif want is not None and typ != want:
+                self.type_errors.append(f"{key}: type {typ}, expected {f.get('dtype')}")
+        self.ranged = {key: leaf.get(key) for key in ("frame_index", "timestamp", "episode_index", "index",
+                                                      "task_index", *self.annotations())}
+
+    def annotations(self) -> list[str]:
+        return [col for col in self.cols if col.startswith("annotation.")]
+
+
+def _footer_layout(c: _Checker, md: pq.FileMetaData, features: dict) -> _FooterLayout:
+    for schema, lay in c.footer_layouts:  # one validate() call: one features dict
+        if md.schema.equals(schema):
+            return lay
+    lay = _FooterLayout(md.schema.to_arrow_schema(), md.schema, features)
+    c.footer_layouts = [*c.footer_layouts[-7:], (md.schema, lay)]
+    return lay
+
+
+def _check_footer(c: _Checker, rel: str, md: pq.FileMetaData, k: int, length: int, offset: int, fps: float,
                   features: dict, task_ids: set) -> bool:
     """Check one parquet from its footer; False when it lacks the statistics (check it in full)."""
-    md = pf.metadata
-    schema = pf.schema_arrow
-    cols = [key for key, f in features.items() if f.get("dtype") != "video"]
-    if sorted(schema.names) != sorted(cols):
-        c.bad(rel, f"columns {schema.names} != features {cols}")
+    lay = _footer_layout(c, md, features)
+    if not lay.names_ok:
+        c.bad(rel, f"columns {lay.names} != features {lay.cols}")
         return True
     if md.num_rows != length:
         c.bad(rel, f"{md.num_rows} rows but episodes.jsonl length is {length}")
         return True
-    leaves: dict[str, list] = {}
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        for j in range(rg.num_columns):
-            col = rg.column(j)
-            leaves.setdefault(col.path_in_schema, []).append(col)
-    for key in cols:
-        f, typ = features[key], schema.field(key).type
-        want = _ARROW_TYPES.get(f.get("dtype"))
-        shape = f["shape"]
-        if len(shape) == 1 and shape[0] > 1 or f.get("names"):
-            if not pa.types.is_list(typ) and not pa.types.is_large_list(typ) and not pa.types.is_fixed_size_list(typ):
-                c.bad(rel, f"{key}: type {typ}, expected a list of {f.get('dtype')}")
-                continue
-            if want is not None and typ.value_type != want:
-                c.bad(rel, f"{key}: values are {typ.value_type}, expected {f.get('dtype')}")
-            chunks = leaves.get(f"{key}.list.element") or leaves.get(f"{key}.list.item") or []
-            if sum(ch.num_values for ch in chunks) != length * shape[0] or any(
-                    ch.statistics is not None and ch.statistics.null_count for ch in chunks):
-                c.bad(rel, f"{key}: rows must hold {shape[0]} values")
-        elif want is not None and typ != want:
-            c.bad(rel, f"{key}: type {typ}, expected {f.get('dtype')}")
+    for msg in lay.type_errors:
+        c.bad(rel, msg)
+    groups = [md.row_group(g) for g in range(md.num_row_groups)]
+    for key, width, leaves in lay.lists:
+        chunks = [rg.column(j) for rg in groups for j in leaves]
+        if sum(ch.num_values for ch in chunks) != length * width or any(
+                ch.statistics is not None and ch.statistics.null_count for ch in chunks):
+            c.bad(rel, f"{key}: rows must hold {width} values")
 
-    def min_max(key: str):
-        chunks = leaves.get(key) or []
-        st = [ch.statistics for ch in chunks]
+    ranges = {}
+    for key, j in lay.ranged.items():
+        st = [rg.column(j).statistics for rg in groups] if j is not None else []
         if not st or any(s is None or not s.has_min_max for s in st):
-            return None
-        return min(s.min for s in st), max(s.max for s in st)
-
-    ranges = {key: min_max(key) for key in ("frame_index", "timestamp", "episode_index", "index", "task_index",
-                                             *(col for col in cols if col.startswith("annotation.")))}
-    if any(v is None for v in ranges.values()):
-        return False
+            return False
+        ranges[key] = min(s.min for s in st), max(s.max for s in st)
     if ranges["frame_index"] != (0, length - 1):
         c.bad(rel, "frame_index must run 0..T-1")
     lo, hi = ranges["timestamp"]
@@ -340,7 +370,7 @@ def _check_footer(c: _Checker, rel: str, pf: pq.ParquetFile, k: int, length: int
         c.bad(rel, f"episode_index must be {k} on every row")
     if ranges["index"] != (offset, offset + length - 1):
         c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
-    for key in ["task_index", *[col for col in cols if col.startswith("annotation.")]]:
+    for key in ["task_index", *lay.annotations()]:
         lo, hi = ranges[key]
         if not {lo, hi} <= task_ids:
             c.bad(rel, f"{key}: indices {sorted({lo, hi} - task_ids)} not in tasks.jsonl")
