@@ -321,8 +321,11 @@ def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJo
     return after - before, footer
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False) builds one per call
+
+
 def _jsonl_line(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False) + "\n"
+    return _JSON(obj) + "\n"
 
 
 class MetaWriter:
@@ -358,20 +361,11 @@ class MetaWriter:
         self.frames += r.length
 
     def _stats_line(self, r: EpisodeResult, job: EpisodeJob) -> str:
-        """The episodes_stats.jsonl line: every column in order (then cameras), numbered ones for
-        ``job``; the text json.dumps gives, with the stats fixed by (T, success) serialized once."""
-        T, fps = r.length, self.layout.fps
-        fixed = _cached(("fixed-json", T, fps, r.success), lambda: {
-            k: json.dumps(v) for k, v in _fixed_stats(T, fps, r.success).items()})
-        numbered = numbered_stats(self.layout, T, job)
-        cols = _columns(self.layout)
-        parts = []
-        for c in (*cols, *(k for k in r.stats if k not in cols)):
-            frag = fixed.get(c)
-            if frag is None:
-                frag = json.dumps(numbered[c] if c in numbered else r.stats[c], ensure_ascii=False)
-            parts.append(f"{json.dumps(c, ensure_ascii=False)}: {frag}")
-        return f'{{"episode_index": {job.index}, "stats": {{{", ".join(parts)}}}}}\n'
+        """The episodes_stats.jsonl line: every column in order (then cameras), numbered ones for ``job``."""
+        numbered = numbered_stats(self.layout, r.length, job)
+        stats = {c: numbered[c] if c in numbered else r.stats[c] for c in _columns(self.layout)}
+        stats.update((k, v) for k, v in r.stats.items() if k not in stats)
+        return _jsonl_line({"episode_index": job.index, "stats": stats})
 
     def retask(self, tasks: list[str], jobs: list[EpisodeJob]) -> None:
         """Replace the task list and every episode's task indices (after skipped episodes changed
