@@ -85,14 +85,16 @@ class StreamingHistogram:
         self.lo: np.ndarray | None = None
         self.width: np.ndarray | None = None
         self._buf: list[np.ndarray] = []
+        self._buf_moments: list[Moments | None] = []
         self._rows = 0
         self.moments: Moments | None = None
         """Moments of every row added so far (merged exactly, batch by batch)."""
 
-    def add(self, x: np.ndarray) -> None:
-        """Account for the rows of a (T, D) (or (T,)) array."""
+    def add(self, x: np.ndarray, moments: Moments | None = None) -> None:
+        """Account for the rows of a (T, D) (or (T,)) array; ``moments``: its moments if already known."""
         x = np.asarray(x)
         self._buf.append(x.reshape(len(x), -1))
+        self._buf_moments.append(moments)
         self._rows += len(x)
         if self._rows >= self.flush_rows:
             self.flush()
@@ -101,10 +103,16 @@ class StreamingHistogram:
         if not self._buf:
             return
         x = np.concatenate(self._buf, dtype=np.float64)
-        self._buf, self._rows = [], 0
+        known = self._buf_moments
+        self._buf, self._buf_moments, self._rows = [], [], 0
         if not len(x):
             return
-        m = Moments.of(x)
+        if all(k is not None for k in known):  # merging what is known is cheaper than a pass over x
+            m = known[0]
+            for k in known[1:]:
+                m = m.merge(k)
+        else:
+            m = Moments.of(x)
         self.moments = m if self.moments is None else self.moments.merge(m)
         mn, mx = m.min, m.max
         B, D = self.bins, x.shape[1]

@@ -133,6 +133,8 @@ class EpisodeResult:
     fields: dict[str, Any]
     stats: dict[str, dict]
     floats: dict[str, np.ndarray]
+    moments: dict[str, st.Moments]
+    """Moments of ``floats`` (merged into the dataset statistics)."""
     nbytes: int
     video_frames: int
     footer: pq.FileMetaData
@@ -275,8 +277,9 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
 
         both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
         ds = state.shape[1]
-        stats = {"observation.state": st.moments_stats(both.columns(0, ds)),
-                 "action": st.moments_stats(both.columns(ds, None)), **_fixed_stats(T, fps, ep.success)}
+        moments = {"observation.state": both.columns(0, ds), "action": both.columns(ds, None)}
+        stats = {k: st.moments_stats(m) for k, m in moments.items()}
+        stats.update(_fixed_stats(T, fps, ep.success))
 
         video_frames = 0
         for cam in m.cameras:
@@ -295,7 +298,7 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
     return EpisodeResult(i, T, job, bool(ep.success), fields, stats,
-                         {"observation.state": state, "action": action}, nbytes, video_frames, footer)
+                         {"observation.state": state, "action": action}, moments, nbytes, video_frames, footer)
 
 
 def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int,
@@ -352,10 +355,11 @@ class MetaWriter:
                                           **r.fields}))
         self._ep_stats.write(self._stats_line(r, job))
         T, fps = r.length, self.layout.fps
-        self.hist["observation.state"].add(r.floats["observation.state"])
-        self.hist["action"].add(r.floats["action"])
-        self.hist["timestamp"].add(_frame_columns(T, fps)[1])
-        self.hist["next.reward"].add(_reward(T, r.success))
+        for k in ("observation.state", "action"):
+            self.hist[k].add(r.floats[k], r.moments[k])
+        ts, rw = _frame_columns(T, fps)[1], _reward(T, r.success)
+        self.hist["timestamp"].add(ts, _cached(("ts-moments", T, fps), lambda: st.Moments.of(ts)))
+        self.hist["next.reward"].add(rw, _cached(("rw-moments", T, r.success), lambda: st.Moments.of(rw)))
         self.jobs.append(job)
         self.episodes += 1
         self.frames += r.length
