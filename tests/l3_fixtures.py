@@ -46,9 +46,15 @@ def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera:
     return {"actions": actions, "obs": obs, "attrs": attrs}
 
 
+ISAACLAB_STORAGE = {"compression": "gzip", "compression_opts": 2}
+"""How Isaac Lab's HDF5DatasetFileHandler stores each dataset (and so every L2 source)."""
+
+
 def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None = schema.FORMAT_VERSION,
-             env_name: str = ENV_NAME) -> Path:
-    """Write demos as /data/demo_<i> (in order) into an L2 file."""
+             env_name: str = ENV_NAME, storage: dict | None = None) -> Path:
+    """Write demos as /data/demo_<i> (in order) into an L2 file; ``storage``: h5py dataset options
+    (None: contiguous, uncompressed; :data:`ISAACLAB_STORAGE`: as the L2 recorder writes them)."""
+    storage = storage or {}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "w") as f:
@@ -61,10 +67,10 @@ def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None 
             g = data.create_group(schema.demo_name(i))
             for k, v in d["attrs"].items():
                 g.attrs[k] = v
-            g.create_dataset(schema.ACTIONS, data=d["actions"])
+            g.create_dataset(schema.ACTIONS, data=d["actions"], **storage)
             obs = g.create_group(schema.OBS)
             for k, v in d["obs"].items():
-                obs.create_dataset(k, data=v)
+                obs.create_dataset(k, data=v, **storage)
     return path
 
 

@@ -92,6 +92,19 @@ def test_parquet_rows_tasks_and_timestamps(copy):
     assert "task_index: indices [7] not in tasks.jsonl" in msg and "timestamp must be float32" in msg
 
 
+def test_footers_as_written(copy):
+    """The converter's check: footers handed over by the writer are checked, not the files' own."""
+    rel = [f"data/chunk-000/episode_{k:06d}.parquet" for k in range(3)]
+    footers = {r: pq.read_metadata(copy / r) for r in rel}
+    assert validate(copy, deep=False, footers=footers) == []
+    swapped = {**footers, rel[0]: footers[rel[1]], rel[1]: footers[rel[0]]}  # rows and indices of the other episode
+    msg = "\n".join(str(v) for v in validate(copy, deep=False, footers=swapped))
+    assert f"{rel[0]}: 13 rows but episodes.jsonl length is 12" in msg
+    assert f"{rel[1]}: 12 rows but episodes.jsonl length is 13" in msg
+    (copy / rel[2]).unlink()
+    assert f"{rel[2]}: missing" in "\n".join(str(v) for v in validate(copy, deep=False, footers=footers))
+
+
 def test_video_frame_count(copy):
     src = copy / "videos/chunk-000/observation.images.front/episode_000000.mp4"
     shutil.copy(src, copy / "videos/chunk-000/observation.images.front/episode_000001.mp4")
@@ -156,11 +169,14 @@ def test_streaming_histogram_quantiles(kind):
             p = np.concatenate([np.full((n, 1), 3.0), np.full((n, 1), float(i > 20)),
                                 rng.exponential(size=(n, 1)) * 10.0 ** (i % 5 - 2)], 1)
         parts.append(p.astype(np.float32))
-    for flush_rows in (1, 500, 1 << 16):
+    for flush_rows, known in ((1, False), (500, False), (1 << 16, False), (500, True)):
         h = stats.StreamingHistogram(flush_rows=flush_rows)
         for p in parts:
-            h.add(p)
+            h.add(p, stats.Moments.of(p) if known else None)  # the writer passes each episode's moments
         x = np.concatenate(parts).astype(np.float64)
+        h.flush()
+        assert np.allclose(h.moments.mean, x.mean(0)) and np.allclose(h.moments.std, x.std(0))
+        assert (h.moments.min == x.min(0)).all() and (h.moments.max == x.max(0)).all()
         lo, hi = x.min(0), x.max(0)
         for q in (0.01, 0.99):
             err = np.abs(h.quantile(q, lo, hi) - np.quantile(x, q, axis=0))
