@@ -291,7 +291,6 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         meta = MetaWriter(tmp, layout, tasks)
         state = {"plan": plan, "root": tmp, "layout": layout}
         kept: list[tuple[EpisodeRef, int, bool]] = []
-        footers: dict[str, object] = {}  # parquet path -> its footer as written, for the final check
         pending, offset = jobs, 0
         while pending and (max_episodes is None or len(kept) < max_episodes):
             take = pending if max_episodes is None else pending[: max_episodes - len(kept)]
@@ -304,11 +303,8 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
                     summary.per_source[ref.source].bad += 1
                     continue
                 job = dc_replace(r.job, index=len(kept), offset=offset)
-                footer = r.footer
                 if job != r.job:  # an earlier episode was skipped: move this one down
-                    delta, footer = renumber_episode(tmp, layout, r.job, job, r.length, r.success)
-                    summary.nbytes += delta
-                footers[layout.data_path(job.index)] = footer
+                    summary.nbytes += renumber_episode(tmp, layout, r.job, job, r.length, r.success)
                 meta.add(r, job)
                 kept.append((ref, r.length, r.success))
                 offset += r.length
@@ -329,12 +325,10 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
                                    validity_index=final_id[j.tasks[-1]]) for j in meta.jobs]
             for (ref, length, success), old, new in zip(kept, meta.jobs, new_jobs, strict=True):
                 if new != old:
-                    delta, footers[layout.data_path(new.index)] = renumber_episode(tmp, layout, old, new, length,
-                                                                                  success)
-                    summary.nbytes += delta
+                    summary.nbytes += renumber_episode(tmp, layout, old, new, length, success)
             meta.retask(final_tasks, new_jobs)
         meta.finish()
-        violations = l3_validate.validate(tmp, deep=False, footers=footers)
+        violations = l3_validate.validate(tmp, deep=False)
         if violations:
             shown = "\n".join(f"  {v}" for v in violations[:20])
             raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")

@@ -91,13 +91,10 @@ class _Checker:
         return rows
 
 
-def validate(root: str | Path, deep: bool = True, footers: dict[str, pq.FileMetaData] | None = None
-             ) -> list[Violation]:
+def validate(root: str | Path, deep: bool = True) -> list[Violation]:
     """All violations found in the dataset folder ``root`` (empty list: it conforms).
 
     ``deep=False``: parquet files are checked from their footers (see the module docstring).
-    ``footers`` (with ``deep=False``) maps parquet paths relative to ``root`` to the footers their
-    writer produced: those are checked without opening the files again (the converter's case).
     """
     c = _Checker(Path(root))
     if not c.root.is_dir():
@@ -196,8 +193,7 @@ def validate(root: str | Path, deep: bool = True, footers: dict[str, pq.FileMeta
         length = e.get("length") if isinstance(e.get("length"), int) else 0
         chunk = k // info["chunks_size"]
         rel = info["data_path"].format(episode_chunk=chunk, episode_index=k)
-        _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep,
-                       None if deep or footers is None else footers.get(rel))
+        _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep)
         for key in videos:
             vrel = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=k)
             _check_video(c, vrel, length, fps, features[key]["shape"])
@@ -237,18 +233,15 @@ _ARROW_TYPES = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.in
 
 
 def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps: float, features: dict,
-                   task_ids: set, deep: bool = True, footer: pq.FileMetaData | None = None) -> None:
+                   task_ids: set, deep: bool = True) -> None:
     p = c.root / rel
     if not p.is_file():
         c.bad(rel, "missing")
         return
-    if footer is not None and _check_footer(c, rel, footer, k, length, offset, fps, features, task_ids):
-        return
     try:
-        pf = pq.ParquetFile(p)  # read_table goes through pyarrow.dataset: slower per file
-        if not deep and _check_footer(c, rel, pf.metadata, k, length, offset, fps, features, task_ids):
+        if not deep and _check_footer(c, rel, pq.read_metadata(p), k, length, offset, fps, features, task_ids):
             return
-        t = pf.read()
+        t = pq.ParquetFile(p).read()  # read_table goes through pyarrow.dataset: slower per file
     except Exception as e:  # noqa: BLE001 - any reader error is a violation
         c.bad(rel, f"unreadable parquet ({e})")
         return

@@ -137,8 +137,6 @@ class EpisodeResult:
     """Moments of ``floats`` (merged into the dataset statistics)."""
     nbytes: int
     video_frames: int
-    footer: pq.FileMetaData
-    """The parquet footer as written (pickles across worker processes)."""
 
 
 NUMBERED = ("episode_index", "index", "task_index")
@@ -230,19 +228,17 @@ def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: Ep
     return pa.Table.from_arrays(arrays, names=_columns(layout))
 
 
-def write_table(path: Path, layout: Layout, table: pa.Table) -> tuple[int, pq.FileMetaData]:
-    """Write one episode's parquet; return its size in bytes and its footer as the writer wrote it
-    (what ``l3.validate`` checks in the converter, so the file need not be opened again)."""
+def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
+    """Write one episode's parquet; return its size in bytes."""
     options = _cached(("options", *_columns(layout)), lambda: _parquet_options(layout))
     try:
         sink = pa.OSFile(str(path), "wb")  # a plain file sink: cheaper than pq's filesystem layer
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         sink = pa.OSFile(str(path), "wb")
-    footer: list[pq.FileMetaData] = []
     with sink:
-        pq.write_table(table, sink, metadata_collector=footer, **options)
-        return sink.tell(), footer[0]
+        pq.write_table(table, sink, **options)
+        return sink.tell()
 
 
 def _fixed_stats(T: int, fps: int, success: bool) -> dict:
@@ -272,8 +268,7 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
     try:
         state = np.concatenate([ep.state[s.key] for s in m.state], axis=1, dtype=np.float32)
         action = np.concatenate([ep.action[s.key] for s in m.action], axis=1, dtype=np.float32)
-        nbytes, footer = write_table(root / layout.data_path(i), layout,
-                                     episode_table(layout, state, action, job, ep.success))
+        nbytes = write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
 
         both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
         ds = state.shape[1]
@@ -298,16 +293,15 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
     return EpisodeResult(i, T, job, bool(ep.success), fields, stats,
-                         {"observation.state": state, "action": action}, moments, nbytes, video_frames, footer)
+                         {"observation.state": state, "action": action}, moments, nbytes, video_frames)
 
 
-def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int,
-                     success: bool) -> tuple[int, pq.FileMetaData]:
+def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int, success: bool) -> int:
     """Move an episode written as ``old`` to ``new``'s numbers (only after skipped episodes).
 
     The parquet is rebuilt from its own state/action values by the code of a direct write (so
     its bytes are those a direct write gives) and the videos are renamed. Returns the change in
-    bytes on disk and the new parquet's footer.
+    bytes on disk.
     """
     src = root / layout.data_path(old.index)
     before = src.stat().st_size
@@ -315,13 +309,13 @@ def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJo
     rows = lambda c: np.asarray(t.column(c).combine_chunks().values).reshape(length, -1)  # noqa: E731
     table = episode_table(layout, rows("observation.state"), rows("action"), new, success)
     src.unlink()
-    after, footer = write_table(root / layout.data_path(new.index), layout, table)
+    after = write_table(root / layout.data_path(new.index), layout, table)
     if new.index != old.index:
         for cam in layout.mapping.cameras:
             dst = root / layout.video_path(new.index, cam.key)
             dst.parent.mkdir(parents=True, exist_ok=True)
             (root / layout.video_path(old.index, cam.key)).replace(dst)
-    return after - before, footer
+    return after - before
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False) builds one per call

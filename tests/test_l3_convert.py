@@ -259,3 +259,11 @@ def test_fast_validation_catches_footer_problems(converted, tmp_path):
     pq.write_table(t, p)
     msg = "\n".join(str(v) for v in validate(copy, deep=False))
     assert "index must run" in msg and "task_index: indices [9] not in tasks.jsonl" in msg
+    # a schema unlike the other episodes' (the schema checks run once per distinct schema)
+    p1 = copy / "data/chunk-000/episode_000001.parquet"
+    t1 = pq.read_table(p1)
+    col = t1.column_names.index("observation.state")
+    pq.write_table(t1.set_column(col, "observation.state", t1.column(col).cast(pa.list_(pa.float64()))), p1)
+    msg = "\n".join(str(v) for v in validate(copy, deep=False))
+    assert "episode_000001.parquet: observation.state: values are double, expected float32" in msg
+    assert "episode_000000.parquet" not in msg
