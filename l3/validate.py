@@ -292,6 +292,7 @@ class _FooterLayout:
 
     def __init__(self, schema: pa.Schema, parquet_schema: pq.ParquetSchema, features: dict):
         self.cols = [key for key, f in features.items() if f.get("dtype") != "video"]
+        self.annotations = [col for col in self.cols if col.startswith("annotation.")]
         self.names_ok = sorted(schema.names) == sorted(self.cols)
         self.names = schema.names
         self.type_errors: list[str] = []
@@ -314,10 +315,7 @@ class _FooterLayout:
             elif want is not None and typ != want:
                 self.type_errors.append(f"{key}: type {typ}, expected {f.get('dtype')}")
         self.ranged = {key: leaf.get(key) for key in ("frame_index", "timestamp", "episode_index", "index",
-                                                      "task_index", *self.annotations())}
-
-    def annotations(self) -> list[str]:
-        return [col for col in self.cols if col.startswith("annotation.")]
+                                                      "task_index", *self.annotations)}
 
 
 def _footer_layout(c: _Checker, md: pq.FileMetaData, features: dict) -> _FooterLayout:
@@ -363,7 +361,7 @@ def _check_footer(c: _Checker, rel: str, md: pq.FileMetaData, k: int, length: in
         c.bad(rel, f"episode_index must be {k} on every row")
     if ranges["index"] != (offset, offset + length - 1):
         c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
-    for key in ["task_index", *lay.annotations()]:
+    for key in ["task_index", *lay.annotations]:
         lo, hi = ranges[key]
         if not {lo, hi} <= task_ids:
             c.bad(rel, f"{key}: indices {sorted({lo, hi} - task_ids)} not in tasks.jsonl")
