@@ -3,7 +3,8 @@
 NVIDIA's Nucleus assets are unreachable on offline/CPU machines. gymnasium-robotics (Apache-2.0)
 ships a Panda MJCF with meshes; we rename its joints/bodies to Isaac Lab's names
 (``panda_joint1..7``, ``panda_finger_joint1/2``, ``panda_link0..7``, ``panda_leftfinger``...),
-drop its actuators (Isaac Lab drives the joints) and convert it with ``mujoco-usd-converter``.
+drop its actuators (Isaac Lab drives the joints) and its end-effector marker site (it would render as a
+grey ball between the fingers) and convert it with ``mujoco-usd-converter``.
 The result lives in a cache folder outside git (``$L2L3_CACHE/assets/...``) and is rebuilt when
 missing. Needs no simulator: ``python -m l2.assets.franka_build [--force]``.
 """
@@ -15,13 +16,14 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-BUILD_RECIPE_VERSION = "1"
+BUILD_RECIPE_VERSION = "2"
 """Bump when the recipe below changes so cached USDs are rebuilt."""
 
 MJCF_PACKAGE = "gymnasium_robotics"
@@ -38,6 +40,9 @@ WRAPPER_MJCF = """<mujoco model="panda">
 """
 # Longest prefix first: joints are "robot:panda0_jointN", bodies "panda0_linkN".
 RENAMES = (("robot:panda0_", "panda_"), ("panda0_", "panda_"))
+GUIDE_SITE = re.compile(r"\s*<site name='end_effector'[^>]*/>")
+"""The MJCF's end-effector marker: a site (no mass, no collision) that the converter turns into a visible
+grey sphere between the fingers, so cameras would see it. Removing it changes nothing in the physics."""
 
 
 def cache_root() -> Path:
@@ -81,6 +86,9 @@ def build_franka_usd(out_usd: Path) -> Path:
             text = path.read_text()
             for old, new in RENAMES:
                 text = text.replace(old, new)
+            text, removed = GUIDE_SITE.subn("", text)
+            if name == "chain.xml" and removed != 1:
+                raise RuntimeError(f"{path}: expected one end_effector site to remove, found {removed}")
             path.write_text(text)
         (mjcf / "panda.xml").write_text(WRAPPER_MJCF)
         usd_dir = tmp / "usd"
