@@ -37,9 +37,16 @@ QUAT_NORM_TOL = 1e-3
 
 # Observation terms every lift_cube source records (policy group, concatenate_terms=False).
 LIFT_OBS_TERMS = ("joint_pos", "joint_vel", "object_position", "target_object_position", "actions")
+LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
+"""Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 
 SOURCES = ("scripted", "rl", "teleop")
 UNKNOWN_SOURCE = "unknown"
+
+
+def is_camera_term(shape: tuple[int, ...], dtype_name: str) -> bool:
+    """Whether an obs term of this (T, ...) shape and numpy dtype name holds camera frames: (T, H, W, 3) uint8."""
+    return len(shape) == 4 and shape[-1] == 3 and dtype_name == "uint8"
 
 
 def demo_name(index: int) -> str:

@@ -27,6 +27,7 @@ from isaaclab_tasks.utils import PresetCfg
 
 from l2.assets.franka import EE_BODY, EE_OFFSET_POS, EE_OFFSET_ROT, EE_PRIM_REGEX, ROOT_PRIM_REGEX, FrankaCfg
 from l2.lift import mdp
+from l2.lift.camera_cfg import TableCamCfg, WristCamCfg, cameras_obs_group
 
 CUBE_SIZE = 0.04
 CUBE_START = (0.5, 0.0, CUBE_SIZE / 2)
@@ -56,7 +57,8 @@ class LiftPhysicsCfg(PresetCfg):
 
 @configclass
 class LiftCubeSceneCfg(ObjectTableSceneCfg):
-    """Franka on a ground plane (no Nucleus table), a 4 cm cube, an end-effector frame between the fingers."""
+    """Franka on a ground plane (no Nucleus table), a 4 cm cube, two cameras (``camera_cfg.py``) and an
+    end-effector frame between the fingers."""
 
     robot: ArticulationCfg = FrankaCfg()
     table = None
@@ -77,6 +79,8 @@ class LiftCubeSceneCfg(ObjectTableSceneCfg):
             visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.8, 0.1, 0.1)),
         ),
     )
+    table_cam = TableCamCfg()
+    wrist_cam = WristCamCfg()
     ee_frame = FrameTransformerCfg(
         prim_path=ROOT_PRIM_REGEX,
         debug_vis=False,
@@ -109,7 +113,8 @@ class ActionsCfg:
 
 @configclass
 class ObservationsCfg:
-    """One ``policy`` group whose terms stay separate, so each is written as ``obs/<term>``."""
+    """A ``policy`` group of state terms kept separate and a ``cameras`` group of images; every term of
+    both is written as ``obs/<term>``."""
 
     @configclass
     class PolicyCfg(ObsGroup):
@@ -124,6 +129,7 @@ class ObservationsCfg:
             self.concatenate_terms = False
 
     policy: PolicyCfg = PolicyCfg()
+    cameras = cameras_obs_group()
 
 
 @configclass

@@ -1,0 +1,122 @@
+"""Cameras of the lift-cube task: a fixed third-person ``table_cam`` and a ``wrist_cam`` on the hand.
+
+Both render RGB (uint8, one frame per control step) through Isaac Lab's renderer presets: Newton's Warp
+ray tracer by default (kit-less, CPU or CUDA), ``renderer=isaacsim_rtx`` for Isaac Sim's RTX renderer
+(needs Kit and a GPU). Their images form the ``cameras`` observation group, kept apart from the
+``policy`` state group so that a PPO policy never takes images as input; every source records both
+groups as ``obs/<term>``. ``presets=no_cameras`` removes the sensors and the group (state-only
+collection, RL training).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import isaaclab.sim as sim_utils
+import isaaclab.utils.math as math_utils
+from isaaclab.envs import mdp
+from isaaclab.managers import ObservationGroupCfg as ObsGroup
+from isaaclab.managers import ObservationTermCfg as ObsTerm
+from isaaclab.managers import SceneEntityCfg
+from isaaclab.sensors import CameraCfg
+from isaaclab.utils import configclass, replace
+from isaaclab_tasks.utils import PresetCfg, preset
+from isaaclab_tasks.utils.presets import MultiBackendRendererCfg
+
+CAMERA_HEIGHT = 224
+CAMERA_WIDTH = 224
+"""Default image size (px). Change one camera with ``env.scene.table_cam.height=H env.scene.table_cam.width=W``
+(even sizes: the GR00T videos are yuv420p)."""
+NO_CAMERAS = "no_cameras"
+"""Name of the preset that turns the cameras off: ``presets=no_cameras``."""
+
+TABLE_CAM_EYE = (1.05, 0.2, 0.75)
+TABLE_CAM_TARGET = (0.5, 0.0, 0.3)
+"""The fixed camera, in the env frame (robot base at the origin): in front of the robot and to its left,
+looking down 38 deg at the workspace. At 224 px the hand at its reset pose and the cube at every reset
+pose stay >= 17 px inside the frame and the cube is 14-21 px wide; the horizon stays out of view."""
+
+WRIST_CAM_EYE = (0.0849, -0.0849, 0.04)
+WRIST_CAM_TARGET = (0.018, -0.018, 0.26)
+WRIST_CAM_UP = (1.0, -1.0, 0.0)
+"""The wrist camera, in the ``panda_link7`` frame (+z runs down the gripper, the end-effector point is at
+z = 0.21): 12 cm off the gripper axis, square to the fingers' closing direction, looking past the
+fingertips, image up pointing away from the axis. It sees both fingers and what lies between them."""
+
+ROBOT_LINK7_PRIM = "{ENV_REGEX_NS}/Robot/Geometry/panda_link0/" + "/".join(f"panda_link{i}" for i in range(1, 8))
+"""A camera on a link needs the link's literal prim path (the offline USD nests links under ``Geometry/``);
+the regex form of the frame transformer does not resolve in Newton's frame view."""
+NUCLEUS_LINK7_PRIM = "{ENV_REGEX_NS}/Robot/panda_link7"
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> tuple[float, float, float, float]:
+    """Quaternion (x, y, z, w) of a camera at ``eye`` looking at ``target`` in Isaac Lab's ``"world"``
+    camera convention (+X forward, +Z up), its up axis as close to ``up`` as the view allows."""
+    forward = np.subtract(target, eye, dtype=float)
+    forward /= np.linalg.norm(forward)
+    left = np.cross(up, forward)
+    left /= np.linalg.norm(left)
+    rot = np.stack([forward, left, np.cross(forward, left)], axis=1)  # columns: the camera's axes
+    return tuple(float(v) for v in math_utils.quat_from_matrix(torch.tensor(rot)))
+
+
+def rgb_camera(prim_path: str, eye, target, up=(0.0, 0.0, 1.0), near: float = 0.05, **kwargs) -> CameraCfg:
+    """An RGB camera at ``eye`` (in its parent's frame) looking at ``target``, rendered every control step."""
+    return CameraCfg(
+        prim_path=prim_path,
+        height=CAMERA_HEIGHT,
+        width=CAMERA_WIDTH,
+        data_types=["rgb"],
+        update_period=0.0,
+        spawn=sim_utils.PinholeCameraCfg(focal_length=24.0, horizontal_aperture=20.955, clipping_range=(near, 4.0)),
+        offset=CameraCfg.OffsetCfg(pos=eye, rot=look_at(eye, target, up), convention="world"),
+        renderer_cfg=MultiBackendRendererCfg(),  # Newton Warp by default; renderer=isaacsim_rtx under Kit
+        **kwargs,
+    )
+
+
+TABLE_CAM_CFG = rgb_camera("{ENV_REGEX_NS}/table_cam", TABLE_CAM_EYE, TABLE_CAM_TARGET, near=0.1)
+WRIST_CAM_CFG = rgb_camera(
+    ROBOT_LINK7_PRIM + "/wrist_cam", WRIST_CAM_EYE, WRIST_CAM_TARGET, WRIST_CAM_UP, near=0.01,
+    update_latest_camera_pose=True,  # the renderer re-reads the link's pose each frame, else the view stays put
+)
+
+
+@configclass
+class WristCamRobotCfg(PresetCfg):
+    """The wrist camera on each robot preset's ``panda_link7`` (same pose on both)."""
+
+    franka_offline: CameraCfg = WRIST_CAM_CFG
+    franka_nucleus: CameraCfg = replace(WRIST_CAM_CFG, prim_path=NUCLEUS_LINK7_PRIM + "/wrist_cam")
+    default: CameraCfg = franka_offline
+
+
+@configclass
+class TableCamCfg(PresetCfg):
+    default: CameraCfg = TABLE_CAM_CFG
+    no_cameras: CameraCfg | None = None
+
+
+@configclass
+class WristCamCfg(PresetCfg):
+    # Nested so that presets=franka_nucleus,no_cameras does not name two alternatives of one preset.
+    default: WristCamRobotCfg = WristCamRobotCfg()
+    no_cameras: CameraCfg | None = None
+
+
+@configclass
+class CamerasObsCfg(ObsGroup):
+    """Camera images, (num_envs, H, W, 3) uint8 each, recorded as ``obs/<camera>``."""
+
+    table_cam = ObsTerm(func=mdp.image_rgb, params={"sensor_cfg": SceneEntityCfg("table_cam"), "normalize": False})
+    wrist_cam = ObsTerm(func=mdp.image_rgb, params={"sensor_cfg": SceneEntityCfg("wrist_cam"), "normalize": False})
+
+    def __post_init__(self):
+        self.enable_corruption = False
+        self.concatenate_terms = False
+
+
+def cameras_obs_group() -> PresetCfg:
+    """The ``cameras`` observation group, removed by ``presets=no_cameras``."""
+    return preset(default=CamerasObsCfg(), no_cameras=None)
