@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from l2.recording import OnExists
+from l2.recording import OnExists, RecordingError
 
 
 def runner_parser(doc: str) -> argparse.ArgumentParser:
@@ -48,6 +49,16 @@ def validator_verdict(path: Path) -> tuple[bool, str]:
     if report.ok:
         return True, "valid (python -m l2.validate)"
     return False, f"INVALID: {len(report.violations)} violation(s), first: {report.violations[0]}"
+
+
+def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a runner; a :class:`~l2.recording.RecordingError` (e.g. demos that do not match the file they
+    would be appended to) becomes one line on stderr and exit status 2, with nothing written."""
+    try:
+        return runner(args)
+    except RecordingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def fail(message: str) -> None:

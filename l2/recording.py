@@ -2,9 +2,10 @@
 
 Isaac Lab's ``HDF5DatasetFileHandler.create`` opens its file with mode ``"w"`` and so truncates an
 existing dataset. :class:`L2DatasetFileHandler` refuses that unless the user asked to overwrite, can
-append to an existing file (numbering continues, ``data/total`` stays the sum), and stops writing
-successful episodes once a quota is reached so that exactly N demos land even when several envs
-succeed on the same step.
+append to an existing file (numbering continues, ``data/total`` stays the sum; demos whose obs terms
+differ from the file's are refused), stops writing successful episodes once a quota is reached so that
+exactly N demos land even when several envs succeed on the same step, writes the camera frames that
+:mod:`l2.camera_frames` streamed to disk, and writes each episode whole or not at all.
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ from isaaclab.utils import configclass
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2 import schema
+from l2.camera_frames import CameraFramesRecorderCfg, SpooledFrames
+from l2.validate import describe_obs_layout, obs_layout
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv, ManagerBasedRLEnvCfg
 
 OnExists = Literal["refuse", "overwrite", "append"]
+
+
+class RecordingError(RuntimeError):
+    """A recording problem to report in one line (the runners print it and exit with status 2)."""
 
 
 class L2DatasetFileHandler(HDF5DatasetFileHandler):
@@ -43,6 +50,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self.max_successes = max_successes
         self.successes_written = 0
         self.file_path: str | None = None
+        self._layout_checked = False
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -71,11 +79,48 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self.open(file_path, "a")
 
     def write_episode(self, episode: EpisodeData, demo_id: int | None = None, compression: bool = True):
+        """Isaac Lab's write plus the episode's streamed frames; on any error the file stays as it was."""
         if episode.success and self.max_successes is not None:
             if self.successes_written >= self.max_successes:
                 return
-        super().write_episode(episode, demo_id, compression)
+        if episode.is_empty():
+            return
+        streamed = _pop_streamed(episode.data)
+        if not self._layout_checked:
+            self._check_layout(_episode_obs_layout(episode.data, streamed))
+        data = self._hdf5_data_group
+        name = schema.demo_name(self._demo_count if demo_id is None else demo_id)
+        existed, count, total = name in data, self._demo_count, data.attrs[schema.ATTR_TOTAL]
+        try:
+            super().write_episode(episode, demo_id, compression)
+            demo = data[name]
+            for path, frames in streamed.items():
+                samples = int(demo.attrs[schema.ATTR_NUM_SAMPLES])
+                if frames.shape[0] != samples:
+                    raise ValueError(f"{path} has {frames.shape[0]} frames for {samples} samples")
+                parent, _, term = path.rpartition("/")
+                frames.copy_to(demo.require_group(parent), term)
+        except Exception as exc:
+            if not existed and name in data:
+                del data[name]
+            data.attrs[schema.ATTR_TOTAL] = total
+            self._demo_count = count
+            raise RecordingError(f"{self.file_path}:/data/{name}: the episode could not be written ({exc}); "
+                                 "the file is as it was before it") from exc
         self.successes_written += bool(episode.success)
+
+    def _check_layout(self, layout: dict[str, tuple]) -> None:
+        """Refuse demos whose obs terms (names, shapes, dtypes) differ from the demos already in the file."""
+        self._layout_checked = True
+        first = self._hdf5_data_group.get(schema.demo_name(0))
+        if first is None:
+            return
+        existing = obs_layout(first)
+        if existing != layout:
+            raise RecordingError(
+                f"{self.file_path}: cannot append: its demos record obs {describe_obs_layout(existing)}, this run "
+                f"records obs {describe_obs_layout(layout)} (write to another file, or --overwrite)"
+            )
 
 
 class EpisodeSeedRecorder(RecorderTerm):
@@ -95,11 +140,13 @@ class EpisodeSeedRecorderCfg(RecorderTermCfg):
 
 @configclass
 class L2RecorderManagerCfg(RecorderManagerBaseCfg):
-    """What every L2 file holds: ``initial_state`` (for replay), ``actions``, ``obs/<term>`` and the seed."""
+    """What every L2 file holds: ``initial_state`` (for replay), ``actions``, ``obs/<term>`` of the policy
+    (state) and camera groups, and the seed."""
 
     record_initial_state = InitialStateRecorderCfg()
     record_pre_step_actions = PreStepActionsRecorderCfg()
     record_pre_step_policy_observations = PreStepFlatPolicyObservationsRecorderCfg()
+    record_camera_frames = CameraFramesRecorderCfg()
     record_episode_seed = EpisodeSeedRecorderCfg()
 
 
@@ -136,6 +183,35 @@ def configure_recording(
     env_cfg.recorders = cfg
     env_cfg.env_name = task  # RecorderManager writes it into data.attrs["env_args"]
     return output
+
+
+def _pop_streamed(data: dict, prefix: str = "") -> dict[str, SpooledFrames]:
+    """Remove the streamed frames from an episode's data: ``{"obs/table_cam": SpooledFrames, ...}``."""
+    out = {}
+    for key, value in list(data.items()):
+        if isinstance(value, SpooledFrames):
+            out[prefix + key] = data.pop(key)
+        elif isinstance(value, dict):
+            out.update(_pop_streamed(value, f"{prefix}{key}/"))
+    return out
+
+
+def _episode_obs_layout(data: dict, streamed: dict[str, SpooledFrames]) -> dict[str, tuple]:
+    """What :func:`l2.validate.obs_layout` will read back from this episode once written."""
+    layout = {}
+
+    def walk(node: dict, prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}/")
+            else:
+                layout[prefix + key] = (tuple(value.shape[1:]), str(value[:0].cpu().numpy().dtype))
+
+    walk(data.get(schema.OBS, {}), "")
+    for path, frames in streamed.items():
+        if path.startswith(schema.OBS + "/"):
+            layout[path[len(schema.OBS) + 1 :]] = (tuple(frames.shape[1:]), "uint8")
+    return dict(sorted(layout.items()))
 
 
 def dataset_handler(env: ManagerBasedEnv) -> L2DatasetFileHandler:

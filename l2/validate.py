@@ -14,7 +14,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import h5py
@@ -168,6 +168,22 @@ def _datasets(group: h5py.Group) -> Iterator[h5py.Dataset]:
             yield from _datasets(item)
         elif isinstance(item, h5py.Dataset):
             yield item
+
+
+def obs_layout(demo: h5py.Group) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{term path below obs/: (row shape, dtype name)}`` of an episode, sorted by path."""
+    obs = demo.get(OBS)
+    if not isinstance(obs, h5py.Group):
+        return {}
+    prefix = len(obs.name) + 1
+    return {d.name[prefix:]: (tuple(d.shape[1:]), d.dtype.name) for d in _datasets(obs)}
+
+
+def describe_obs_layout(layout: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
+    """One line for a layout, e.g. ``joint_pos[9] float32, table_cam[224x224x3] uint8``."""
+    if not layout:
+        return "(none)"
+    return ", ".join(f"{name}[{'x'.join(map(str, shape))}] {dtype}" for name, (shape, dtype) in layout.items())
 
 
 # --------------------------------------------------------------------------------------------- episode
@@ -337,8 +353,11 @@ def _check_obs_term(term: h5py.Dataset, length: int | None, length_label: str, b
 
 
 # --------------------------------------------------------------------------------------------- file
-def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_DIM) -> FileReport:
-    """Check one L2 HDF5 file against every rule of the schema; never raises for bad input."""
+def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_DIM,
+                  expect_obs: Sequence[str] = ()) -> FileReport:
+    """Check one L2 HDF5 file against every rule of the schema; never raises for bad input.
+
+    ``expect_obs``: obs terms every episode must have (e.g. the cameras ``table_cam``, ``wrist_cam``)."""
     file = os.fspath(path)
     report = FileReport(file)
     if not os.path.isfile(file):
@@ -352,13 +371,13 @@ def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_
         return report
     try:
         with h5:
-            _check_file(h5, report, action_dim)
+            _check_file(h5, report, action_dim, expect_obs)
     except Exception as exc:  # truncated/corrupt content found while walking the file
         report.violations.append(Violation(file, "/", f"corrupt or unreadable HDF5 content: {exc}"))
     return report
 
 
-def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None) -> None:
+def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expect_obs: Sequence[str]) -> None:
     def bad(path: str, message: str) -> None:
         report.violations.append(Violation(report.file, path, message))
 
@@ -414,6 +433,9 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None) -> No
             samples_known = False
             continue
         report.violations += validate_episode(report.file, demo, action_dim)
+        for term in expect_obs:
+            if not isinstance(demo.get(f"{OBS}/{term}"), h5py.Dataset):
+                bad(f"{demo.name}/{OBS}/{term}", "missing obs term (required by --expect-obs)")
         report.episodes += 1
         n = _attr_or_none(demo, ATTR_NUM_SAMPLES)
         if _is_int(n):
@@ -497,13 +519,20 @@ def _parser() -> argparse.ArgumentParser:
         help=f"expected width of actions (default {LIFT_ACTION_DIM}: lift IK-abs pose xyz + quat xyzw + gripper); "
         "the quaternion check on actions[:, 3:7] runs only when N >= 7; 0 skips both checks",
     )
+    parser.add_argument(
+        "--expect-obs",
+        default="",
+        metavar="TERM[,TERM]",
+        help="obs terms every episode must have, e.g. table_cam,wrist_cam (files recorded with cameras)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     args = _parser().parse_args(argv)
-    reports = [validate_file(f, args.action_dim or None) for f in args.files]
+    expect_obs = [t for t in args.expect_obs.split(",") if t]
+    reports = [validate_file(f, args.action_dim or None, expect_obs) for f in args.files]
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2))
     else:

@@ -14,6 +14,7 @@ from isaaclab.envs.mdp.recorders.recorders_cfg import InitialStateRecorderCfg
 from isaaclab.managers import RecorderManagerBaseCfg, RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
+from l2.camera_frames import CameraFramesRecorderCfg
 from l2.recording import EpisodeSeedRecorderCfg
 
 
@@ -94,10 +95,12 @@ class RawPolicyActionRecorderCfg(RecorderTermCfg):
 
 @configclass
 class RLRecorderManagerCfg(RecorderManagerBaseCfg):
-    """The L2 schema for PPO rollouts: same ``obs/<term>`` and ``actions`` as the other sources."""
+    """The L2 schema for PPO rollouts: same ``obs/<term>`` (state terms split from the policy vector, camera
+    images from the ``cameras`` group) and ``actions`` as the other sources."""
 
     record_initial_state = InitialStateRecorderCfg()
     record_policy_split_obs = PolicySplitObsRecorderCfg()
+    record_camera_frames = CameraFramesRecorderCfg()
     record_equivalent_actions = EquivalentIKAbsActionRecorderCfg()
     record_policy_actions = RawPolicyActionRecorderCfg()
     record_episode_seed = EpisodeSeedRecorderCfg()

@@ -73,7 +73,7 @@ def rollout(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return rollout(parse_args(argv))
+    return cli.run_reporting_errors(rollout, parse_args(argv))
 
 
 if __name__ == "__main__":

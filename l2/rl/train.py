@@ -1,7 +1,8 @@
 """Train a PPO policy (rsl_rl, through Isaac Lab's ``isaaclab_rl`` wrapper) on the RL lift-cube task.
 
 Checkpoints (``model_<iteration>.pt``), TensorBoard logs and the env/agent cfgs go to
-``logs/rl/<run>/``. Lifting needs ~10^8 env steps (a GPU with thousands of envs); on the CPU this
+``logs/rl/<run>/``. The cameras are off while training (``presets=no_cameras``): the policy's input is
+the state observation only. Lifting needs ~10^8 env steps (a GPU with thousands of envs); on the CPU this
 trains a few iterations to check the pipeline.
 
 Examples::
@@ -57,7 +58,11 @@ def train(args: argparse.Namespace) -> int:
     from isaaclab.utils.io import dump_yaml
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
 
-    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
+    from l2.lift.camera_cfg import NO_CAMERAS
+
+    # The policy takes no images: render none while training (rollouts record the cameras).
+    overrides = [f"presets={NO_CAMERAS}", *args.overrides]
+    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, overrides)
     agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
     if args.max_iterations is not None:
         agent_cfg.max_iterations = args.max_iterations

@@ -195,7 +195,7 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return collect(parse_args(argv))
+    return cli.run_reporting_errors(collect, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,217 @@
+"""Camera frames streamed to disk while episodes run, so recording memory does not grow with them.
+
+Isaac Lab's RecorderManager keeps every recorded value of a running episode in RAM until export: with
+two 224 x 224 cameras that is about 300 kB per env and step (90 MB per env for a 6 s episode), which
+exhausts memory at GPU scale. Here each step's images are compressed (gzip, in a background thread) into
+a per-run spool file beside the output instead; when an episode ends, :class:`CameraFramesRecorder`
+hands the episode its frames as :class:`SpooledFrames`, and the dataset file handler copies their
+compressed chunks into ``data/demo_<i>/obs/<camera>``. The written file is the same as if the frames had
+stayed in RAM: a (T, H, W, 3) uint8 dataset per camera, one gzip chunk per frame.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+import zlib
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+from isaaclab.managers import RecorderTerm, RecorderTermCfg
+from isaaclab.utils import configclass
+
+from l2.schema import OBS
+
+if TYPE_CHECKING:
+    from isaaclab.envs import ManagerBasedEnv
+
+SPOOL_SUFFIX = ".frames.spool"
+"""Spool files are named ``.<output stem>.<pid>.frames.spool`` (hidden, and not ``*.hdf5``, so no reader of
+the demo folder mistakes one for a dataset); removed when the run closes, or by the next run after a crash."""
+GZIP_LEVEL = 2
+"""Isaac Lab's handler writes every dataset with gzip level 2; frames use the same."""
+MAX_PENDING_STEPS = 4
+"""Steps of frames waiting for the compression thread before ``append`` blocks (bounds the memory held)."""
+
+
+@dataclass(frozen=True)
+class SpooledFrames:
+    """One finished episode's frames of one camera, stored at ``path`` in a spool file."""
+
+    spool: FrameSpool
+    path: str
+    shape: tuple[int, ...]
+
+    def copy_to(self, group: h5py.Group, name: str) -> h5py.Dataset:
+        """Copy the frames into ``group[name]`` (compressed chunks are copied as they are)."""
+        self.spool.wait()
+        with self.spool.lock:
+            group.copy(self.spool.file[self.path], name)
+        return group[name]
+
+
+class FrameSpool:
+    """Per-env camera frames of the running episodes, compressed into a spool HDF5 file.
+
+    ``append`` takes one step's images of one camera for all envs; ``take`` ends an env's episode and
+    returns its frames; ``release`` deletes what ``take`` returned once it has been exported. One
+    background thread compresses and writes; all its writes finish before ``take`` or a copy reads.
+    """
+
+    def __init__(self, output: str | os.PathLike, compression: int | None = GZIP_LEVEL):
+        """A spool for the run writing ``output`` (the file is created beside it), gzip ``compression`` level
+        or None for uncompressed frames."""
+        self.path = spool_path(output)
+        self.compression = compression
+        remove_stale_spools(output)
+        self.file = h5py.File(self.path, "w")
+        self._episode: dict[int, int] = {}  # env id -> number of its current episode in the spool
+        self._taken: dict[int, list[str]] = {}  # env id -> groups handed out by take(), deleted by release()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frame-spool")
+        self._pending: deque[Future] = deque()
+        self.lock = threading.Lock()
+        """Guards the spool file's h5py objects, shared with the writer thread."""
+
+    def _group(self, env_id: int) -> str:
+        return f"env_{env_id}/episode_{self._episode.setdefault(env_id, 0)}"
+
+    def append(self, name: str, frames: np.ndarray, env_ids: Sequence[int]) -> None:
+        """Queue ``frames[k]`` (H, W, 3) uint8 as the next frame of camera ``name`` for env ``env_ids[k]``."""
+        if frames.ndim != 4 or frames.dtype != np.uint8:
+            raise ValueError(f"camera {name}: expected (envs, H, W, C) uint8 frames, got {frames.dtype} {frames.shape}")
+        while len(self._pending) >= MAX_PENDING_STEPS:
+            self._pending.popleft().result()
+        paths = [f"{self._group(e)}/{name}" for e in env_ids]
+        self._pending.append(self._pool.submit(self._write, paths, np.array(frames, copy=True)))
+
+    def _write(self, paths: list[str], frames: np.ndarray) -> None:
+        for path, frame in zip(paths, frames):
+            data = frame.tobytes()
+            if self.compression is not None:
+                data = zlib.compress(data, self.compression)  # releases the GIL: runs beside the simulator
+            with self.lock:
+                dset = self.file.get(path)
+                if dset is None:
+                    dset = self.file.create_dataset(
+                        path, shape=(0, *frame.shape), maxshape=(None, *frame.shape), chunks=(1, *frame.shape),
+                        dtype=np.uint8, compression="gzip" if self.compression is not None else None,
+                        compression_opts=self.compression,
+                    )
+                n = dset.shape[0]
+                dset.resize(n + 1, axis=0)
+                dset.id.write_direct_chunk((n, 0, 0, 0), data)  # a zlib stream is what HDF5's gzip filter stores
+
+    def wait(self) -> None:
+        """Block until every queued frame is in the file (re-raises a writer error)."""
+        while self._pending:
+            self._pending.popleft().result()
+
+    def take(self, env_id: int) -> dict[str, SpooledFrames]:
+        """End env ``env_id``'s episode in the spool: its frames per camera (empty when it has none)."""
+        self.wait()
+        group = self._group(env_id)
+        with self.lock:
+            stored = self.file.get(group)
+            frames = {name: SpooledFrames(self, f"{group}/{name}", d.shape) for name, d in stored.items()} if stored else {}
+        if frames:
+            self._taken.setdefault(env_id, []).append(group)
+            self._episode[env_id] += 1
+        return frames
+
+    def release(self, env_ids: Sequence[int]) -> None:
+        """Delete the frames :meth:`take` returned for these envs (they have been exported or dropped)."""
+        with self.lock:
+            for env_id in env_ids:
+                for group in self._taken.pop(env_id, ()):
+                    del self.file[group]  # HDF5 reuses the freed space for the next frames
+
+    def close(self) -> None:
+        """Stop the writer and delete the spool file."""
+        self._pool.shutdown(wait=True)
+        self._pending.clear()
+        if self.file:
+            self.file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def spool_path(output: str | os.PathLike) -> Path:
+    """The spool file of a run writing ``output`` (this process)."""
+    output = Path(output)
+    return output.with_name(f".{output.stem}.{os.getpid()}{SPOOL_SUFFIX}")
+
+
+def remove_stale_spools(output: str | os.PathLike) -> None:
+    """Delete spool files of ``output`` left by runs that no longer exist (crashed or killed)."""
+    output = Path(output)
+    prefix = f".{output.stem}."
+    for old in output.parent.glob(f"{glob.escape(prefix)}*{SPOOL_SUFFIX}"):
+        pid = old.name[len(prefix) : -len(SPOOL_SUFFIX)]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            old.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class CameraFramesRecorder(RecorderTerm):
+    """Records the camera observation group through a :class:`FrameSpool`.
+
+    Each step (before the action, like Isaac Lab's observation recorders) the group's images go to the
+    spool; when an episode ends (``record_pre_reset``, before the RecorderManager exports) its frames are
+    put into the episode's data as ``obs/<camera>`` :class:`SpooledFrames`, which the L2 dataset file
+    handler writes. Without the group (``presets=no_cameras``) it records nothing.
+    """
+
+    def __init__(self, cfg: CameraFramesRecorderCfg, env: ManagerBasedEnv):
+        super().__init__(cfg, env)
+        self._spool: FrameSpool | None = None
+        self._env_ids = list(range(env.num_envs))
+
+    def record_pre_step(self):
+        images = self._env.obs_buf.get(self.cfg.group)
+        if images:
+            if self._spool is None:
+                rec = self._env.cfg.recorders
+                output = Path(rec.dataset_export_dir_path) / f"{rec.dataset_filename}.hdf5"
+                self._spool = FrameSpool(output, GZIP_LEVEL if rec.dataset_compression else None)
+            for name, frames in images.items():
+                self._spool.append(name, frames.cpu().numpy(), self._env_ids)
+        return None, None
+
+    def record_pre_reset(self, env_ids: Sequence[int] | None):
+        if self._spool is not None:
+            for env_id in self._env_ids if env_ids is None else env_ids:
+                frames = self._spool.take(env_id)
+                if frames:
+                    self._env.recorder_manager.get_episode(env_id).data.setdefault(OBS, {}).update(frames)
+        return None, None
+
+    def reset(self, env_ids: Sequence[int] | None = None) -> None:
+        if self._spool is not None:
+            self._spool.release(self._env_ids if env_ids is None else env_ids)
+
+    def close(self, file_path: str) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+@configclass
+class CameraFramesRecorderCfg(RecorderTermCfg):
+    class_type: type = CameraFramesRecorder
+    group: str = "cameras"
+    """Observation group whose terms are (num_envs, H, W, C) uint8 images."""
