@@ -56,10 +56,10 @@ def make_files(d: Path, episodes: int, length: int, camera: bool, files: int = 2
     return out
 
 
-def cam_config(d: Path) -> Path:
-    from l3_fixtures import camera_config
+def state_config(d: Path) -> Path:
+    from l3_fixtures import state_only_config
 
-    return camera_config(d, CONFIG)
+    return state_only_config(d, CONFIG)
 
 
 def timed_convert(files: list[str], out: Path, config: Path, workers: int = 1) -> float:
@@ -261,11 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         # state only: interleaved, best of STATE_REPEATS each (single runs swing by +-20 % here)
         files = make_files(work / "state_in", args.episodes, args.length, camera=False, storage=args.storage)
         frames = args.episodes * args.length
-        timed_convert(files, work / "state_out", CONFIG)  # warm: imports, page cache
+        state_cfg = state_config(work)
+        timed_convert(files, work / "state_out", state_cfg)  # warm: imports, page cache
         tables = output_tables(work / "state_out")
         convert_s = bare_s = floor_s = float("inf")
         for _ in range(STATE_REPEATS):
-            convert_s = min(convert_s, timed_convert(files, work / "state_out", CONFIG))
+            convert_s = min(convert_s, timed_convert(files, work / "state_out", state_cfg))
             bare_s = min(bare_s, bare_pyarrow(tables, work / "bare"))
             floor_s = min(floor_s, read_and_write(files, tables, work / "floor"))
         st = {"episodes": args.episodes, "frames": frames, "storage": args.storage, "ours_fps": frames / convert_s,
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         res["video"] = video_bench(work, args.video_frames, h, w, fps)
 
         # memory 1 vs N camera episodes, and workers speed-up
-        cfg = cam_config(work)
+        cfg = CONFIG
         one = make_files(work / "mem1", 1, args.cam_length, camera=True, files=1, storage=args.storage)
         many = make_files(work / "memN", args.mem_episodes, args.cam_length, camera=True, storage=args.storage)
         rss1 = peak_rss_kb(one, work / "m1", cfg)

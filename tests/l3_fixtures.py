@@ -11,7 +11,9 @@ import numpy as np
 from l2 import schema
 
 ENV_NAME = "Isaac-Lift-Cube-Franka-IK-Abs-v0"
-CAMERA = "obs/front_rgb"
+CAMERAS = ("table_cam", "wrist_cam")
+"""The camera obs terms of the lift-cube task (``config/lift_cube.yaml`` maps both)."""
+CAMERA = f"obs/{CAMERAS[0]}"
 CAM_H, CAM_W = 48, 64
 
 
@@ -32,14 +34,15 @@ def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera:
         "actions": np.roll(actions, 1, axis=0),
     }
     if camera:
-        frames = np.zeros((T, CAM_H, CAM_W, 3), dtype=np.uint8)
         yy, xx = np.mgrid[0:CAM_H, 0:CAM_W]
-        for t in range(T):  # a moving gradient plus a moving square
-            frames[t, :, :, 0] = (xx * 4 + t * 7) % 256
-            frames[t, :, :, 1] = (yy * 5 + t * 3) % 256
-            x0 = (t * 3) % (CAM_W - 8)
-            frames[t, 10:18, x0:x0 + 8, 2] = 255
-        obs[CAMERA.split("/", 1)[1]] = frames
+        for k, name in enumerate(CAMERAS):
+            frames = np.zeros((T, CAM_H, CAM_W, 3), dtype=np.uint8)
+            for t in range(T):  # a moving gradient plus a moving square, different per camera
+                frames[t, :, :, 0] = (xx * 4 + t * 7 + 50 * k) % 256
+                frames[t, :, :, 1] = (yy * 5 + t * 3) % 256
+                x0 = (t * 3 + 11 * k) % (CAM_W - 8)
+                frames[t, 10:18, x0:x0 + 8, 2] = 255
+            obs[name] = frames
     attrs = {"num_samples": T, "success": success}
     if seed is not None:
         attrs["seed"] = seed
@@ -83,12 +86,12 @@ def make_l2_file(path: str | Path, n: int = 3, *, seed: int = 0, length: int = 1
     return write_l2(path, demos, format_version=None if legacy else schema.FORMAT_VERSION)
 
 
-def camera_config(tmp: Path, base: str | Path) -> Path:
-    """The shipped lift_cube config plus the fixture camera, written next to the test data."""
+def state_only_config(tmp: str | Path, base: str | Path) -> Path:
+    """A copy of a mapping config without its cameras, for state-only inputs."""
     import yaml
 
     doc = yaml.safe_load(Path(base).read_text())
-    doc["cameras"] = {"front": CAMERA}
-    out = Path(tmp) / "lift_cube_cam.yaml"
+    doc["cameras"] = {}
+    out = Path(tmp) / f"{Path(base).stem}_state_only.yaml"
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out

@@ -7,7 +7,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from l3_fixtures import CAMERA, camera_config, make_l2_file
+from l3_fixtures import CAMERA, CAMERAS, make_l2_file
 
 from l3.convert import main
 
@@ -43,9 +43,9 @@ def _nan(f: h5py.File) -> None:
 
 def _float_camera(f: h5py.File) -> None:
     g = f["data/demo_0/obs"]
-    a = g["front_rgb"][()]
-    del g["front_rgb"]
-    g["front_rgb"] = a.astype(np.float32)
+    a = g[CAMERAS[0]][()]
+    del g[CAMERAS[0]]
+    g[CAMERAS[0]] = a.astype(np.float32)
 
 
 def _episodes_layout(f: h5py.File) -> None:
@@ -68,14 +68,14 @@ CASES = {
     "nan": (_edit(_nan), "/data/demo_1/obs/joint_pos", "NaN at row 4, column 2"),
     "missing_term": (_edit(lambda f: f["data/demo_0/obs"].__delitem__("object_position")),
                      "/data/demo_0/obs/object_position", "missing mapped term"),
-    "camera_dtype": (_edit(_float_camera), "/data/demo_0/obs/front_rgb", "camera term must be (T, H, W, 3) uint8"),
+    "camera_dtype": (_edit(_float_camera), f"/data/demo_0/{CAMERA}", "camera term must be (T, H, W, 3) uint8"),
     "episodes_layout": (_edit(_episodes_layout), "/episodes", "abandoned 'episodes/<i>' layout"),
 }
 
 
 @pytest.fixture(scope="module")
-def cfg(tmp_path_factory) -> Path:
-    return camera_config(tmp_path_factory.mktemp("cfg"), CONFIG)
+def cfg() -> Path:
+    return CONFIG
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -117,7 +117,6 @@ def test_missing_input_and_bad_config(tmp_path, capsys):
 def test_camera_missing_from_config_source(tmp_path, capsys):
     """A config naming a camera the file does not have: missing mapped term at the first episode."""
     good = make_l2_file(tmp_path / "scripted_a.hdf5", 1)  # no camera
-    cfg = camera_config(tmp_path, CONFIG)
-    assert main([str(good), "--config", str(cfg), "-o", str(tmp_path / "o")]) == 2
+    assert main([str(good), "--config", str(CONFIG), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: {good}:/data/demo_0/{CAMERA}: missing mapped term"

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from l3_fixtures import CAMERA, camera_config, make_l2_file
+from l3_fixtures import CAMERA, CAMERAS, make_l2_file
 
 from l3.convert import UsageError, convert, main
 from l3.validate import validate
@@ -33,8 +33,8 @@ def mixed(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cam_config(tmp_path_factory) -> Path:
-    return camera_config(tmp_path_factory.mktemp("cfg"), CONFIG)
+def cam_config() -> Path:
+    return CONFIG
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_layout_totals_and_sources(converted):
     assert all(e["success"] for e in eps)
     # numeric demo order within a file, failed ones dropped without index gaps
     assert [e["demo"] for e in eps[:10]] == [f"demo_{i}" for i in (0, 1, 3, 4, 5, 6, 7, 8, 9, 10)]
-    assert info["total_episodes"] == 15 and info["total_videos"] == 15
+    assert info["total_episodes"] == 15 and info["total_videos"] == 15 * len(CAMERAS)
     assert info["total_frames"] == sum(e["length"] for e in eps)
     assert info["features"]["action"]["names"] == ["x", "y", "z", "qx", "qy", "qz", "qw", "gripper"]
     assert len(info["features"]["observation.state"]["names"]) == 12
@@ -72,7 +72,7 @@ def test_layout_totals_and_sources(converted):
         assert "\n\n" not in text and text.endswith("}\n")
     modality = json.loads((root / "meta/modality.json").read_text())
     assert modality["action"]["ee_pose"] == {"start": 0, "end": 7, "rotation_type": "quaternion"}
-    assert modality["video"] == {"front": {"original_key": "observation.images.front"}}
+    assert modality["video"] == {c: {"original_key": f"observation.images.{c}"} for c in CAMERAS}
     stats = json.loads((root / "meta/stats.json").read_text())
     for key in ("observation.state", "action", "timestamp", "next.reward"):
         assert set(stats[key]) == {"mean", "std", "min", "max", "q01", "q99"}
@@ -103,7 +103,7 @@ def test_video_frames_decode(converted):
 
     root, _ = converted
     e = _episodes(root)[0]
-    path = root / "videos/chunk-000/observation.images.front/episode_000000.mp4"
+    path = root / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000000.mp4"
     with av.open(str(path)) as c:
         frames = [f for f in c.decode(video=0)]
     assert len(frames) == e["length"]
@@ -144,13 +144,13 @@ def test_workers_byte_identical(mixed, cam_config, tmp_path):
 def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--print-config"]) == 0
     text = capsys.readouterr().out
-    assert "obs/joint_pos" in text and "front_rgb: obs/front_rgb" in text and "rotation_type: quaternion" in text
+    assert "obs/joint_pos" in text and f"{CAMERAS[0]}: {CAMERA}" in text and "rotation_type: quaternion" in text
     cfg = tmp_path / "inferred.yaml"
     cfg.write_text(text)
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--config", str(cfg), "-o", str(tmp_path / "a"), "-q"]) == 0
     assert main([str(mixed / "rl_lift_cube.hdf5"), "-o", str(tmp_path / "b"), "-q"]) == 0
     info = json.loads((tmp_path / "b/meta/info.json").read_text())
-    assert info["robot_type"] == "franka_panda" and "observation.images.front_rgb" in info["features"]
+    assert info["robot_type"] == "franka_panda" and f"observation.images.{CAMERAS[1]}" in info["features"]
     assert validate(tmp_path / "b") == []
 
 
@@ -225,7 +225,7 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
 ])
 def test_skip_bad_retasks(tmp_path, bad_demo, tasks_left, validity):
     failed = (0,) if bad_demo == "demo_0" else (0, 2, 3)
-    src = make_l2_file(tmp_path / "scripted_a.hdf5", 4, seed=8, failed=failed)
+    src = make_l2_file(tmp_path / "scripted_a.hdf5", 4, seed=8, failed=failed, camera=True)
     _break_nan(src, bad_demo)
     out = tmp_path / "ds"
     convert([str(src)], out, config=CONFIG, success_only=False, skip_bad=True, log=lambda m: None)

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from l3_fixtures import camera_config, make_l2_file
+from l3_fixtures import CAMERAS, make_l2_file
 
 from l3.convert import convert
 
@@ -37,7 +37,7 @@ def dataset(tmp_path_factory) -> Path:
              make_l2_file(d / "rl_lift_cube.hdf5", 2, seed=2, camera=True),
              make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=3, camera=True, legacy=True)]
     out = d / "ds"
-    convert([str(f) for f in files], out, config=camera_config(d, REPO / "config/lift_cube.yaml"),
+    convert([str(f) for f in files], out, config=REPO / "config/lift_cube.yaml",
             success_only=False, log=lambda m: None)
     return out
 
@@ -56,7 +56,7 @@ def test_loads_in_lerobot_v21(dataset, tmp_path):
     got = run_probe(lerobot_python("v21"), "load", dataset, tmp_path)
     assert got["episodes"] == info["total_episodes"] == 6
     assert got["frames"] == got["frames_read"] == info["total_frames"]
-    assert got["cameras"] == ["observation.images.front"]
+    assert got["cameras"] == [f"observation.images.{c}" for c in CAMERAS]
     assert got["tasks"] == ["Pick up the cube and lift it."]
 
 

@@ -197,7 +197,7 @@ def sim_and_real(tmp_path_factory) -> tuple[Path, Path]:
     rng = np.random.default_rng(7)
     demos = [make_demo(rng, T) for T in (11, 12)]
     for i, demo in enumerate(demos):  # sim camera at the platform's frame size
-        demo["obs"]["front_rgb"] = np.stack([render(t + i, *SIZE, 1) for t in range(len(demo["actions"]))])
+        demo["obs"]["table_cam"] = np.stack([render(t + i, *SIZE, 1) for t in range(len(demo["actions"]))])
     sim = write_l2(d / "scripted_lift_cube.hdf5", demos)
     real = make_platform_chunk(d / "real" / "chunk_001.hdf5", 1, [13, 14], seed=8)
     return sim, real

@@ -42,7 +42,7 @@ def _mixed(d: Path) -> Path:
     rng = np.random.default_rng(3)
     demos = [make_demo(rng, T) for T in (9, 10)]
     for demo in demos:
-        demo["obs"]["front_rgb"] = np.stack([render(t, *SIZE, 0) for t in range(len(demo["actions"]))])
+        demo["obs"]["table_cam"] = np.stack([render(t, *SIZE, 0) for t in range(len(demo["actions"]))])
     sim = write_l2(d / "scripted_lift_cube.hdf5", demos)
     real = make_platform_export(d / "real", [[10, 11]], cameras=PLATFORM_CAMERAS[:1])
     out = d / "mixed_ds"

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from l3_fixtures import camera_config, make_l2_file
+from l3_fixtures import CAMERAS, make_l2_file
 
 from l3 import stats
 from l3.convert import convert
@@ -27,7 +27,7 @@ def dataset(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("val")
     f = make_l2_file(d / "scripted_x.hdf5", 3, camera=True)
     out = d / "ds"
-    convert([str(f)], out, config=camera_config(d, CONFIG))
+    convert([str(f)], out, config=CONFIG)
     return out
 
 
@@ -93,8 +93,8 @@ def test_parquet_rows_tasks_and_timestamps(copy):
 
 
 def test_video_frame_count(copy):
-    src = copy / "videos/chunk-000/observation.images.front/episode_000000.mp4"
-    shutil.copy(src, copy / "videos/chunk-000/observation.images.front/episode_000001.mp4")
+    src = copy / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000000.mp4"
+    shutil.copy(src, copy / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000001.mp4")
     assert "13 rows" in _messages(copy)  # episode 1 has 13 rows, the copied video 12 frames
 
 
