@@ -1,0 +1,94 @@
+"""A picture of what the cameras recorded: evenly spaced frames of one demo, one row per camera.
+
+Reads an L2 HDF5 file (no Isaac Lab needed) and writes a PNG::
+
+    python -m l2.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png
+    python -m l2.frame_strip teleop_lift_cube.hdf5 --demo 3 --frames 8 --scale 0.5 --output strip.png
+
+Every ``(T, H, W, 3) uint8`` term under ``obs/`` is a camera; ``--cameras`` picks and orders them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from l2 import schema
+
+GAP = 4
+"""Pixels of white between frames and rows."""
+
+
+def camera_terms(demo: h5py.Group) -> list[str]:
+    """Names of the obs terms holding camera frames, (T, H, W, 3) uint8, in name order."""
+    obs = demo.get(schema.OBS)
+    if not isinstance(obs, h5py.Group):
+        return []
+    return [k for k, d in sorted(obs.items()) if isinstance(d, h5py.Dataset) and schema.is_camera_term(d.shape, d.dtype.name)]
+
+
+def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = ()) -> np.ndarray:
+    """(rows x H, frames x W, 3) uint8: ``frames`` evenly spaced frames (first and last included) of each camera."""
+    with h5py.File(path, "r") as f:
+        name = f"{schema.DATA_GROUP}/{schema.demo_name(demo)}"
+        group = f.get(name)
+        if not isinstance(group, h5py.Group):
+            raise ValueError(f"{path}:/{name}: no such demo")
+        names = list(cameras) or camera_terms(group)
+        if not names:
+            raise ValueError(f"{path}:/{name}/obs: no camera terms ((T, H, W, 3) uint8)")
+        rows = []
+        for cam in names:
+            data = group.get(f"{schema.OBS}/{cam}")
+            if not isinstance(data, h5py.Dataset) or data.ndim != 4:
+                raise ValueError(f"{path}:/{name}/obs/{cam}: not a camera term")
+            picks = np.linspace(0, data.shape[0] - 1, frames).round().astype(int)
+            rows.append([data[i] for i in picks])
+    h = max(r[0].shape[0] for r in rows)
+    w = max(r[0].shape[1] for r in rows)
+    out = np.full((len(rows) * (h + GAP) - GAP, frames * (w + GAP) - GAP, 3), 255, np.uint8)
+    for r, row in enumerate(rows):
+        for c, img in enumerate(row):
+            y, x = r * (h + GAP), c * (w + GAP)
+            out[y : y + img.shape[0], x : x + img.shape[1]] = img
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m l2.frame_strip", description=__doc__.split("\n\n")[0],
+        epilog="example: python -m l2.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png",
+    )
+    parser.add_argument("file", help="L2 HDF5 file recorded with cameras")
+    parser.add_argument("--output", "-o", required=True, help="PNG to write")
+    parser.add_argument("--demo", type=int, default=0, help="demo index (default: %(default)s)")
+    parser.add_argument("--frames", type=int, default=6, help="frames per camera (default: %(default)s)")
+    parser.add_argument("--cameras", default="", help="comma-separated obs terms (default: every camera term)")
+    parser.add_argument("--scale", type=float, default=1.0, help="resize the picture by this factor (default: 1)")
+    args = parser.parse_args(argv)
+    if args.frames < 1 or args.scale <= 0:
+        parser.error("--frames must be >= 1 and --scale > 0")
+    from PIL import Image
+
+    try:
+        strip = frame_strip(args.file, args.demo, args.frames, [c for c in args.cameras.split(",") if c])
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    image = Image.fromarray(strip)
+    if args.scale != 1.0:
+        size = (max(1, round(image.width * args.scale)), max(1, round(image.height * args.scale)))
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    image.save(args.output, optimize=True)
+    print(f"{args.output}: {image.width}x{image.height}, demo_{args.demo}, {args.frames} frames per camera")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
