@@ -8,11 +8,10 @@ The first build downloads torch (several GB) and takes minutes.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import lerobot_python, run_probe
 from l3_fixtures import CAMERAS, make_l2_file
 
 from l3.convert import convert
@@ -20,14 +19,6 @@ from l3.convert import convert
 pytestmark = pytest.mark.lerobot
 
 REPO = Path(__file__).resolve().parent.parent
-PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
-
-
-def lerobot_python(flavour: str) -> str:
-    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), flavour], capture_output=True, text=True,
-                       timeout=3600)
-    assert r.returncode == 0, f"scripts/setup_lerobot.sh {flavour} failed:\n{r.stderr[-4000:]}"
-    return r.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +31,6 @@ def dataset(tmp_path_factory) -> Path:
     convert([str(f) for f in files], out, config=REPO / "config/lift_cube.yaml",
             success_only=False, log=lambda m: None)
     return out
-
-
-def run_probe(python: str, mode: str, root: Path, tmp: Path) -> dict:
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_LEROBOT_HOME": str(tmp / "lerobot_home"), "PYTHONPATH": ""}
-    r = subprocess.run([python, str(PROBE), mode, str(root)], capture_output=True, text=True, env=env,
-                       timeout=900, cwd=tmp)
-    assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def test_loads_in_lerobot_v21(dataset, tmp_path):

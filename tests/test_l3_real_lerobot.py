@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import lerobot_python, run_probe
 from l3_fixtures import make_demo, write_l2
 from l3_real_fixtures import PLATFORM_CAMERAS, SIZE, make_aloha_file, make_platform_export, make_tar_gz, render
-from test_l3_lerobot import lerobot_python, run_probe
 
 from l3.convert import convert
 

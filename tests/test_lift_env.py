@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import h5py
 import pytest
 
@@ -16,6 +18,7 @@ from l2.validate import validate_file  # noqa: E402
 
 pytestmark = pytest.mark.sim
 
+REPO = Path(__file__).resolve().parents[1]
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)
 # Hand-written pick for env 0: (phase, steps, height of the end effector above the cube centre, gripper).
 PICK = [("above", 40, 0.10, 1.0), ("descend", 40, 0.0, 1.0), ("close", 20, 0.0, -1.0), ("lift", 60, 0.18, -1.0)]
@@ -27,7 +30,8 @@ def recorded(tmp_path_factory):
     from isaaclab.managers import DatasetExportMode
 
     out = tmp_path_factory.mktemp("rec") / "scripted_lift_cube.hdf5"
-    env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", num_envs=2, seed=7)
+    # presets=no_cameras: the state-only task still records and converts as it did before the cameras
+    env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", num_envs=2, seed=7, overrides=["presets=no_cameras"])
     env_cfg.events.reset_object_position.params["pose_range"]["yaw"] = (0.0, 0.0)
     configure_recording(env_cfg, out, sim.DEFAULT_TASK)
     env_cfg.recorders.dataset_export_mode = DatasetExportMode.EXPORT_ALL
@@ -35,6 +39,7 @@ def recorded(tmp_path_factory):
     with sim.make_env(env_cfg, sim.DEFAULT_TASK) as env:
         obs, _ = env.reset()
         result["obs"] = {k: tuple(v.shape) for k, v in obs["policy"].items()}
+        result["groups"] = sorted(obs)
         cube0 = obs["policy"]["object_position"][0].clone()
         ee = env.scene["ee_frame"].data
         idle = None
@@ -59,6 +64,7 @@ def recorded(tmp_path_factory):
 
 
 def test_observation_group_is_a_dict_of_named_terms(recorded):
+    assert recorded["groups"] == ["policy"]  # no camera group with presets=no_cameras
     assert recorded["obs"] == {
         "joint_pos": (2, 9),
         "joint_vel": (2, 9),
@@ -86,6 +92,21 @@ def test_success_term_is_recorded_by_isaac_labs_recorder(recorded):
             assert d.attrs["num_samples"] == len(d["actions"]) == len(d["obs/joint_pos"])
             assert "initial_state" in d
         assert report.env_name == sim.DEFAULT_TASK
+
+
+def test_state_only_file_converts_with_the_mapping_minus_its_cameras(recorded, tmp_path):
+    from l3_fixtures import state_only_config
+
+    from l3.convert import convert
+    from l3.validate import validate
+
+    with h5py.File(recorded["path"]) as f:
+        assert all("table_cam" not in f[f"data/{n}/obs"] for n in f["data"])
+    out = tmp_path / "ds"
+    config = state_only_config(tmp_path, REPO / "config" / "lift_cube.yaml")
+    summary = convert([str(recorded["path"])], out, config=config, log=lambda m: None)
+    assert validate(out) == [] and summary.episodes == 1  # the successful demo; the idle one is dropped
+    assert not (out / "videos").exists()
 
 
 def test_physx_preset_is_selectable_without_editing_code():

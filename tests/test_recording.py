@@ -1,8 +1,12 @@
-"""L2DatasetFileHandler on its own: refusal, append numbering and the success quota (no simulator)."""
+"""L2DatasetFileHandler and the camera frame spool on their own (no simulator): refusal, append numbering,
+the success quota, streamed frames, appends with other obs terms, and episodes written whole or not at all."""
 
 from __future__ import annotations
 
+import json
+
 import h5py
+import numpy as np
 import pytest
 
 pytest.importorskip("isaaclab")
@@ -10,7 +14,8 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 from isaaclab.utils.datasets import EpisodeData  # noqa: E402
 
-from l2.recording import L2DatasetFileHandler  # noqa: E402
+from l2.camera_frames import FrameSpool  # noqa: E402
+from l2.recording import L2DatasetFileHandler, RecordingError  # noqa: E402
 from l2.validate import validate_file  # noqa: E402
 
 TASK = "L2-Lift-Cube-Franka-IK-Abs"
@@ -66,3 +71,99 @@ def test_append_refuses_a_file_of_another_task(tmp_path):
     handler = L2DatasetFileHandler(on_exists="append")
     with pytest.raises(ValueError, match="cannot append"):
         handler.create(str(path), env_name="Some-Other-Task")
+
+
+# -- camera frames streamed through a FrameSpool (no simulator) ------------------------------------------
+def _frames(T: int, envs: int, seed: int) -> np.ndarray:
+    """(T, envs, 24, 32, 3) uint8: smooth pictures that change every step, like rendered ones."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:24, 0:32]
+    base = rng.integers(0, 255, size=(envs, 1, 1, 3))
+    return np.stack([(base + (xx + yy + 3 * t)[None, ..., None]) % 256 for t in range(T)]).astype(np.uint8)
+
+
+def _camera_episode(spool: FrameSpool, camera: str, frames: np.ndarray, env_id: int = 0, samples: int | None = None,
+                    success: bool = True) -> EpisodeData:
+    """An episode whose camera frames went through the spool step by step, for all envs, and were handed over
+    for env ``env_id`` (as the recorder term does when an episode ends); ``samples`` rows of the other terms
+    (default: one per frame). What was handed over before is released first: write that episode before."""
+    spool.release(range(frames.shape[1]))
+    for step in frames:
+        spool.append(camera, step, list(range(frames.shape[1])))
+    episode = _episode(len(frames) if samples is None else samples, success)
+    episode.data["obs"].update(spool.take(env_id))
+    return episode
+
+
+def test_streamed_frames_are_written_bit_exact_one_gzip_chunk_per_frame(tmp_path):
+    path = tmp_path / "demos.hdf5"
+    spool = FrameSpool(path)
+    frames = _frames(6, 2, seed=0)
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    handler.write_episode(_camera_episode(spool, "table_cam", frames, env_id=1))
+    handler.write_episode(_camera_episode(spool, "table_cam", frames[:4], env_id=1))  # env 1's next episode
+    handler.close()
+    assert spool.path.exists() and spool.path.name.startswith(".demos.")
+    spool.close()
+    assert not spool.path.exists()
+    assert validate_file(path).ok
+    with h5py.File(path) as f:
+        first, second = f["data/demo_0/obs/table_cam"], f["data/demo_1/obs/table_cam"]
+        assert first.chunks == (1, 24, 32, 3) and first.compression == "gzip"
+        assert np.array_equal(first[()], frames[:, 1]) and np.array_equal(second[()], frames[:4, 1])
+        assert first.id.get_storage_size() < frames[:, 1].nbytes / 2  # compressed
+
+
+def test_stale_spool_files_of_dead_runs_are_removed(tmp_path):
+    output = tmp_path / "scripted_lift_cube.hdf5"
+    stale = tmp_path / ".scripted_lift_cube.999999999.frames.spool"  # no such pid
+    other = tmp_path / ".rl_lift_cube.999999999.frames.spool"  # another output's
+    stale.write_bytes(b"x")
+    other.write_bytes(b"x")
+    spool = FrameSpool(output)
+    assert not stale.exists() and other.exists()
+    spool.close()
+
+
+def test_append_with_other_obs_terms_is_refused_and_the_file_is_unchanged(tmp_path):
+    path = tmp_path / "demos.hdf5"
+    spool = FrameSpool(path)
+    _write(path, [_camera_episode(spool, "table_cam", _frames(3, 1, seed=1))])
+    spool.close()
+    before = path.read_bytes()
+
+    handler = L2DatasetFileHandler(on_exists="append")
+    handler.create(str(path), env_name=TASK)
+    handler.add_env_args({"sim_args": {"num_envs": 7}})  # what the RecorderManager does before each export
+    with pytest.raises(RecordingError) as err:
+        handler.write_episode(_episode(3, True))  # state only
+    handler.close()
+    message = str(err.value)
+    assert "\n" not in message and "cannot append" in message
+    assert "table_cam[24x32x3] uint8" in message  # the file's layout ...
+    assert message.count("joint_pos[9] float32") == 2  # ... and this run's
+    assert path.read_bytes() == before
+
+
+def test_an_episode_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "demos.hdf5"
+    spool = FrameSpool(path)
+    frames = _frames(5, 1, seed=2)
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    handler.write_episode(_camera_episode(spool, "wrist_cam", frames))
+    env_args = handler._hdf5_data_group.attrs["env_args"]
+    broken = _camera_episode(spool, "wrist_cam", frames[:4], samples=5)  # 5 samples but only 4 frames
+    handler.add_env_args({"sim_args": {"num_envs": 3}})
+    with pytest.raises(RecordingError, match=r"demos.hdf5:/data/demo_1: .*4 frames for 5 samples.*as it was"):
+        handler.write_episode(broken)
+    handler.write_episode(_camera_episode(spool, "wrist_cam", frames[:2], success=False))
+    handler.close()
+    spool.close()
+    with h5py.File(path) as f:
+        assert sorted(f["data"]) == ["demo_0", "demo_1"]  # the broken one left nothing; numbering went on
+        assert f["data/demo_1"].attrs["num_samples"] == 2 and f["data/demo_1/obs/wrist_cam"].shape[0] == 2
+        assert f["data"].attrs["total"] == 5 + 2
+        assert json.loads(f["data"].attrs["env_args"])["sim_args"] == {"num_envs": 3}
+        assert json.loads(env_args).get("sim_args") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 
 from l2 import sim  # noqa: E402
+from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
 from l2.validate import validate_file  # noqa: E402
 
 pytestmark = pytest.mark.sim
@@ -60,9 +62,11 @@ def rollout_files(checkpoint, tmp_path_factory) -> tuple[Path, Path, str]:
     return out, out.with_name("rl_lift_cube_failed.hdf5"), proc.stdout
 
 
-def test_training_smoke_run_writes_a_checkpoint(checkpoint):
+def test_training_smoke_run_writes_a_checkpoint_of_a_state_only_policy(checkpoint):
     state = torch.load(checkpoint, weights_only=False, map_location="cpu")
-    assert "actor_state_dict" in state or "model_state_dict" in state
+    weights = state.get("actor_state_dict") or state["model_state_dict"]
+    first = next(w for name, w in weights.items() if name.endswith("weight") and w.ndim == 2)
+    assert first.shape[1] == sum(math.prod(s) for s in LIFT_OBS.values())  # the state terms, no image
 
 
 def test_rollout_files_validate_and_match_the_scripted_layout(rollout_files):
@@ -77,6 +81,8 @@ def test_rollout_files_validate_and_match_the_scripted_layout(rollout_files):
         demo = f["data/demo_0"]
         T = demo.attrs["num_samples"]
         assert {k: f"data/demo_0/obs/{k}" in f for k in LIFT_OBS} == {k: True for k in LIFT_OBS}
+        for cam in LIFT_CAMERA_TERMS:  # the rollout records the cameras like the other sources
+            assert demo[f"obs/{cam}"].shape == (T, 224, 224, 3) and demo[f"obs/{cam}"].dtype == np.uint8
         for term, shape in LIFT_OBS.items():
             assert demo[f"obs/{term}"].shape == (T, *shape) and demo[f"obs/{term}"].dtype == np.float32
         assert demo["actions"].shape == (T, 8) and demo["actions"].dtype == np.float32
@@ -90,7 +96,7 @@ def test_split_observation_equals_the_unconcatenated_terms_bit_exact():
     from l2.recording import configure_recording  # noqa: F401  (same import path as the runners)
     from l2.rl.recorders import PolicySplitObsRecorder, PolicySplitObsRecorderCfg
 
-    env_cfg = sim.load_env_cfg(RL_TASK, "cpu", num_envs=2, seed=3)
+    env_cfg = sim.load_env_cfg(RL_TASK, "cpu", num_envs=2, seed=3, overrides=["presets=no_cameras"])
     with sim.make_env(env_cfg, RL_TASK) as env:
         recorder = PolicySplitObsRecorder(PolicySplitObsRecorderCfg(), env)
         env.reset()
@@ -129,7 +135,7 @@ def test_equivalent_actions_drive_the_ik_absolute_env_along_the_rl_trajectory(ro
         demo = f["data/demo_0"]
         initial_state = _to_tensors(demo["initial_state"])
         actions = torch.from_numpy(demo["actions"][()])
-    env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", num_envs=1, seed=3)
+    env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", num_envs=1, seed=3, overrides=["presets=no_cameras"])
     errors = []
     with sim.make_env(env_cfg, sim.DEFAULT_TASK) as env:
         env.reset()

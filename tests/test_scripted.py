@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -15,11 +12,11 @@ pytest.importorskip("isaaclab")
 
 import torch  # noqa: E402
 
+from conftest import run_scripted  # noqa: E402
+
 from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine, PickState  # noqa: E402
 from l2.validate import validate_file  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RUN = REPO / "l2" / "scripted" / "run.py"
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -78,17 +75,7 @@ def test_grasp_yaw_follows_the_cube_modulo_90_degrees():
     assert torch.allclose(got, torch.tensor([0.2, 0.2, -0.7, 0.7]), atol=1e-5)
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=900)
-
-
-@pytest.fixture(scope="module")
-def scripted_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("scripted") / "scripted_lift_cube.hdf5"
-    log = out.with_name("actions.npz")
-    proc = _run("--num_envs", "4", "--num_demos", "3", "--output", str(out), "--log_actions", str(log))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out, log, proc.stdout
+_run = run_scripted
 
 
 @pytest.mark.sim
@@ -109,6 +96,10 @@ def test_scripted_run_writes_exactly_n_valid_successful_demos(scripted_run):
             np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
             assert demo["obs/joint_pos"].shape == (T, 9)
             assert demo["obs/object_position"].shape == (T, 3)
+            for cam in ("table_cam", "wrist_cam"):  # one frame per row, chunked per frame, compressed
+                frames = demo[f"obs/{cam}"]
+                assert frames.shape == (T, 224, 224, 3) and frames.dtype == np.uint8
+                assert frames.chunks == (1, 224, 224, 3) and frames.compression == "gzip"
 
 
 @pytest.mark.sim
@@ -139,6 +130,13 @@ def test_refuses_existing_file_and_append_continues_numbering(scripted_run, tmp_
     assert out.read_bytes() == before
     with h5py.File(out) as f:
         old = {n: f[f"data/{n}/actions"][()] for n in f["data"]}
+    # Demos without cameras cannot join camera demos: one line naming both layouts, the file untouched.
+    mixed = _run("--num_envs", "2", "--num_demos", "1", "--output", str(out), "--append", "presets=no_cameras")
+    assert mixed.returncode == 2, mixed.stdout[-2000:] + mixed.stderr[-2000:]
+    error = [line for line in mixed.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "cannot append" in error[0], mixed.stderr[-2000:]
+    assert "table_cam[224x224x3] uint8" in error[0] and error[0].count("joint_pos[9] float32") == 2
+    assert out.read_bytes() == before
     appended = _run("--num_envs", "2", "--num_demos", "2", "--output", str(out), "--append", "--seed", "3")
     assert appended.returncode == 0, appended.stdout[-3000:] + appended.stderr[-3000:]
     report = validate_file(out)

@@ -29,8 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "l2" / "teleop" / "run.py"
 EXAMPLE = REPO / "config" / "teleop" / "lift_cube_trace.json"
 HOME = (0.45, 0.0, 0.35, 1.0, 0.0, 0.0, 0.0)  # TeleopLiftCubeEnvCfg.ee_home
-SCRIPTED_OBS = {"joint_pos": 9, "joint_vel": 9, "object_position": 3, "target_object_position": 7, "actions": 8}
-"""obs/<term> widths of the scripted file (tests/test_scripted.py, tests/test_lift_env.py)."""
+SCRIPTED_OBS = {"joint_pos": (9,), "joint_vel": (9,), "object_position": (3,), "target_object_position": (7,),
+                "actions": (8,), "table_cam": (224, 224, 3), "wrist_cam": (224, 224, 3)}
+"""obs/<term> row shapes of the scripted file (tests/test_scripted.py), cameras included."""
+NO_CAMERAS = "presets=no_cameras"
+"""For the session-logic tests below (discard, Ctrl-C): the cameras only slow them down."""
 
 
 # -- no simulator ---------------------------------------------------------------------------------------
@@ -128,9 +131,10 @@ def test_teleop_cfg_keeps_the_scripted_observations_and_moves_success_out_of_ter
     assert teleop.success_term is not None and teleop.terminations.success is None
     assert teleop.terminations.time_out is None and teleop.terminations.object_dropping is not None
     assert teleop.observations.policy.concatenate_terms is False
-    t, s = teleop.observations.policy.to_dict(), scripted.observations.policy.to_dict()
-    assert t == s
-    assert set(SCRIPTED_OBS) <= set(t)
+    for group in ("policy", "cameras"):
+        assert getattr(teleop.observations, group).to_dict() == getattr(scripted.observations, group).to_dict()
+    terms = {*teleop.observations.policy.to_dict(), *teleop.observations.cameras.to_dict()}
+    assert set(SCRIPTED_OBS) <= terms
 
 
 # -- real sessions (kit-less Newton on the CPU) ----------------------------------------------------------
@@ -181,7 +185,8 @@ def test_replayed_trace_lifts_the_cube_into_one_valid_demo(replayed):
     T = demo.attrs["num_samples"]
     assert demo.attrs["success"] and demo.attrs["seed"] == trace.seed
     # The obs terms of the scripted file, with the same widths.
-    assert {k: demo["obs"][k].shape for k in demo["obs"]} == {k: (T, w) for k, w in SCRIPTED_OBS.items()}
+    assert {k: demo["obs"][k].shape for k in demo["obs"]} == {k: (T, *w) for k, w in SCRIPTED_OBS.items()}
+    assert demo["obs/wrist_cam"].dtype == np.uint8 and demo["obs/wrist_cam"].chunks == (1, 224, 224, 3)
     assert demo["obs/object_position"][-1, 2] > 0.08  # lifted
     # Recorded actions == the actions the session sent == the delta accumulation of the trace.
     actions = demo["actions"][()]
@@ -219,7 +224,7 @@ def test_append_keeps_demos_and_continues_numbering(replayed, tmp_path):
 def test_reset_and_discard_writes_only_the_successful_attempt(tmp_path):
     trace = _composed_trace(tmp_path / "discard.json", (30, "reset"), (50, "quit"), wander=60)
     out = tmp_path / "teleop_lift_cube.hdf5"
-    proc = _run("--teleop_device", "replay", "--trace", str(trace), "--output", str(out), "--keep-failed")
+    proc = _run("--teleop_device", "replay", "--trace", str(trace), "--output", str(out), "--keep-failed", NO_CAMERAS)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "discarded the attempt (30 steps)" in proc.stdout
     report = validate_file(out)
@@ -235,7 +240,7 @@ def test_sigint_during_the_second_attempt_keeps_the_first_demo(tmp_path, replaye
     out = tmp_path / "teleop_lift_cube.hdf5"
     proc = subprocess.Popen(
         [sys.executable, str(RUN), "--teleop_device", "replay", "--trace", str(trace), "--output", str(out),
-         "--step_hz", "20"],
+         "--step_hz", "20", NO_CAMERAS],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines = []

@@ -1,0 +1,51 @@
+"""Fixtures shared by several test modules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTED_RUN = REPO / "l2" / "scripted" / "run.py"
+
+
+def run_scripted(*args: str) -> subprocess.CompletedProcess:
+    """``l2/scripted/run.py`` in its own process (one simulator per process)."""
+    return subprocess.run([sys.executable, str(SCRIPTED_RUN), *args], capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def scripted_run(tmp_path_factory):
+    """A real scripted collection with the default cameras: 3 demos from 4 envs, every action logged."""
+    out = tmp_path_factory.mktemp("scripted") / "scripted_lift_cube.hdf5"
+    log = out.with_name("actions.npz")
+    proc = run_scripted("--num_envs", "4", "--num_demos", "3", "--output", str(out), "--log_actions", str(log))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, log, proc.stdout
+
+
+# --------------------------------------------------------------------------- LeRobot, in its own venv
+PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
+
+
+def lerobot_python(flavour: str) -> str:
+    """The python of LeRobot's venv (``v21``: lerobot 0.3.x, ``v30``: 0.4.x), built once by scripts/setup_lerobot.sh."""
+    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), flavour], capture_output=True, text=True,
+                       timeout=3600)
+    assert r.returncode == 0, f"scripts/setup_lerobot.sh {flavour} failed:\n{r.stderr[-4000:]}"
+    return r.stdout.strip().splitlines()[-1]
+
+
+def run_probe(python: str, mode: str, root: Path, tmp: Path) -> dict:
+    """Run tests/l3_lerobot_probe.py on a dataset inside a LeRobot venv, offline; its JSON result."""
+    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "HF_LEROBOT_HOME": str(tmp / "lerobot_home"), "PYTHONPATH": ""}
+    r = subprocess.run([python, str(PROBE), mode, str(root)], capture_output=True, text=True, env=env,
+                       timeout=900, cwd=tmp)
+    assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1])
