@@ -22,12 +22,16 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.timing import time_calls  # noqa: E402
+
 VARIANTS = {
     "none": "no recording (baseline)",
     "l2": "ours: L2RecorderManagerCfg",
     "isaaclab": "Isaac Lab ActionStateRecorderManagerCfg",
 }
 WARMUP_STEPS = 10
+RECORDER_HOOKS = ("record_pre_step", "record_post_step", "record_post_physics_decimation_step",
+                  "record_pre_reset", "record_post_reset")
 
 
 def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
@@ -48,7 +52,8 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
         recorders = ActionStateRecorderManagerCfg() if variant == "isaaclab" else None
         configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", DEFAULT_TASK, "overwrite", recorders=recorders)
     with sim.make_env(env_cfg, DEFAULT_TASK) as env:
-        in_recorder = _time_recorder_hooks(env.recorder_manager)
+        in_recorder = [0.0]
+        time_calls(env.recorder_manager, RECORDER_HOOKS, in_recorder)
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
         robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
         env.reset()
@@ -72,24 +77,6 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
         "episodes": episodes,
         "recorder_share": in_recorder[0] / elapsed,
     }
-
-
-def _time_recorder_hooks(manager) -> list[float]:
-    """Wrap the RecorderManager's per-step/per-reset hooks to add up the time spent inside them."""
-    total = [0.0]
-    for name in ("record_pre_step", "record_post_step", "record_post_physics_decimation_step",
-                 "record_pre_reset", "record_post_reset"):
-        hook = getattr(manager, name)
-
-        def timed(*args, _hook=hook, **kwargs):
-            t = time.perf_counter()
-            try:
-                return _hook(*args, **kwargs)
-            finally:
-                total[0] += time.perf_counter() - t
-
-        setattr(manager, name, timed)
-    return total
 
 
 def main(argv: list[str] | None = None) -> int:

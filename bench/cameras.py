@@ -1,0 +1,218 @@
+"""What the cameras cost collection, side by side in one run: speed, memory, storage and video fidelity.
+
+    python bench/cameras.py                      # about 13 min on 2 CPU cores
+    python bench/cameras.py --rate-envs 4 --rate-steps 40 --memory-steps 60   # quicker, noisier
+
+Every measurement runs the scripted pick-and-lift loop with recording on (our L2RecorderManagerCfg), each in
+its own process (one simulator per process):
+
+  speed    env-frames/s with the two 224 x 224 cameras vs the same loop with ``presets=no_cameras`` (the
+           named baseline: the state-only loop), at 4 and 16 envs; and where a camera step's time goes:
+           rendering (the cameras' render calls), recording (the RecorderManager's hooks: observations,
+           frames to the spool, exports) and everything else. Target: everything but rendering adds <= 20 %
+           to the state-only step.
+  memory   peak RSS of a 16-env vs a 4-env camera collection with the same (long) episodes, for our
+           recorder (frames streamed to a spool file) and for the baseline that keeps frames in RAM the
+           way Isaac Lab's RecorderManager keeps every recorded value (target for ours: <= 1.3x).
+  storage  bytes per stored frame of each camera in the written demos (gzip level 2, one chunk per frame).
+  video    PSNR of the GR00T videos (l3/convert.py with config/lift_cube.yaml) against the recorded frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.record_overhead import RECORDER_HOOKS  # noqa: E402
+from bench.timing import time_calls  # noqa: E402
+from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
+
+TASK = "L2-Lift-Cube-Franka-IK-Abs-Scripted"
+WARMUP_STEPS = 5
+
+
+def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
+    """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total."""
+    from isaaclab.utils.math import subtract_frame_transforms
+
+    from l2 import sim
+    from l2.recording import configure_recording
+    from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
+
+    overrides = [] if cameras else ["presets=no_cameras"]
+    env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs, seed=0, overrides=overrides)
+    configure_recording(env_cfg, out, TASK, "overwrite")
+    render, record = [0.0], [0.0]
+    with sim.make_env(env_cfg, TASK) as env:
+        for name in LIFT_CAMERA_TERMS if cameras else ():
+            time_calls(env.scene[name], ["_update_buffers_impl"], render)  # the camera's render + read-back
+        time_calls(env.recorder_manager, RECORDER_HOOKS, record)
+        sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
+        robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
+        env.reset()
+        for i in range(WARMUP_STEPS + steps):
+            if i == WARMUP_STEPS:
+                start = time.perf_counter()
+                render[0] = record[0] = 0.0
+            cube_pos, cube_quat = subtract_frame_transforms(
+                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
+                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
+            )
+            env.step(sm.compute(ee.data.target_pos_source.torch[:, 0], cube_pos, cube_quat))
+            sm.reset(env.termination_manager.dones.nonzero().flatten())
+        total = time.perf_counter() - start
+        written = env.recorder_manager.exported_successful_episode_count
+    return {"frames_per_s": steps * num_envs / total, "total_s": total, "render_s": render[0],
+            "record_s": record[0], "episodes": written}
+
+
+def measure_memory(num_envs: int, mode: str, steps: int, out: Path) -> dict:
+    """Peak RSS of a camera collection whose episodes last ``steps`` steps (hands held still)."""
+    import torch
+    from isaaclab.managers import RecorderTerm, RecorderTermCfg
+    from isaaclab.utils import configclass
+
+    from l2 import sim
+    from l2.recording import L2RecorderManagerCfg, configure_recording
+
+    class FramesInRamRecorder(RecorderTerm):
+        """The baseline: the camera group recorded like any other value, held in RAM until export."""
+
+        def record_pre_step(self):
+            return "obs", self._env.obs_buf["cameras"]
+
+    @configclass
+    class FramesInRamRecorderCfg(RecorderTermCfg):
+        class_type: type = FramesInRamRecorder
+
+    recorders = L2RecorderManagerCfg()
+    if mode == "ram":
+        recorders.record_camera_frames = FramesInRamRecorderCfg()
+    env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs, seed=0, overrides=[f"env.episode_length_s={steps}"])
+    configure_recording(env_cfg, out, TASK, "overwrite", recorders=recorders)
+    with sim.make_env(env_cfg, TASK) as env:
+        env.reset()
+        ee = env.scene["ee_frame"].data
+        hold = torch.cat([ee.target_pos_source.torch[:, 0], ee.target_quat_source.torch[:, 0],
+                          torch.ones(num_envs, 1)], dim=-1)
+        for _ in range(steps):
+            env.step(hold)
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def storage_and_psnr(files: list[Path], work: Path) -> dict:
+    """Bytes per stored frame per camera, and PSNR of the converted videos against the recorded frames."""
+    import h5py
+    import numpy as np
+
+    from l3.convert import convert
+    from l3.video import decode, psnr
+
+    stored = {cam: [0, 0] for cam in LIFT_CAMERA_TERMS}
+    for path in files:
+        with h5py.File(path) as f:
+            for demo in f["data"].values():
+                for cam in LIFT_CAMERA_TERMS:
+                    d = demo[f"obs/{cam}"]
+                    stored[cam][0] += d.id.get_storage_size()
+                    stored[cam][1] += d.shape[0]
+    out = work / "gr00t"
+    convert([str(p) for p in files], out, config=REPO / "config/lift_cube.yaml", log=lambda m: None)
+    scores = []
+    for line in (out / "meta/episodes.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        with h5py.File(e["file"]) as f:
+            for cam in LIFT_CAMERA_TERMS:
+                video = out / f"videos/chunk-000/observation.images.{cam}/episode_{e['episode_index']:06d}.mp4"
+                scores.append(psnr(f[f"data/{e['demo']}/obs/{cam}"][()], np.stack(list(decode(video)))))
+    scores = np.concatenate(scores)
+    return {"bytes_per_frame": {c: b / max(n, 1) for c, (b, n) in stored.items()},
+            "psnr_mean": float(scores.mean()), "psnr_min": float(scores.min()), "psnr_frames": len(scores)}
+
+
+def _child(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench/cameras.py {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--rate-envs", default="4,16", help="env counts of the speed runs (default: %(default)s)")
+    parser.add_argument("--rate-steps", type=int, default=120, help="timed steps per speed run (default: %(default)s)")
+    parser.add_argument("--memory-steps", type=int, default=100, help="episode length of the memory runs (default: %(default)s)")
+    parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:  # one measurement in this process
+        kind, n, variant, steps, out = args.child
+        fn = measure_rate if kind == "rate" else measure_memory
+        variant_arg = variant == "on" if kind == "rate" else variant
+        print(json.dumps(fn(int(n), variant_arg, int(steps), Path(out))))
+        return 0
+
+    results: dict = {"rate": {}, "memory": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        camera_files = []
+        for n in [int(v) for v in args.rate_envs.split(",")]:
+            for cams in ("off", "on"):
+                out = work / f"rate_{n}_{cams}" / "scripted_lift_cube.hdf5"
+                r = _child(["--child", "rate", str(n), cams, str(args.rate_steps), str(out)])
+                results["rate"][f"{n}_{cams}"] = r
+                print(f"  speed  {n:>2} envs, cameras {cams:<3}: {r['frames_per_s']:6.1f} env-frames/s "
+                      f"({r['episodes']} demos written)", flush=True)
+                if cams == "on" and r["episodes"]:
+                    camera_files.append(out)
+        for mode in ("spool", "ram"):
+            for n in (4, 16):
+                out = work / f"mem_{n}_{mode}" / "scripted_lift_cube.hdf5"
+                r = _child(["--child", "memory", str(n), mode, str(args.memory_steps), str(out)])
+                results["memory"][f"{n}_{mode}"] = r
+                print(f"  memory {n:>2} envs, frames in {mode:<5}: peak RSS {r['peak_rss_mb']:7.0f} MB", flush=True)
+        results["files"] = storage_and_psnr(camera_files, work) if camera_files else {}
+
+    print("\nspeed: scripted loop with recording; baseline = the same loop with presets=no_cameras")
+    print(f"  {'envs':>4} {'no cameras':>11} {'cameras':>9} {'ratio':>7} {'render':>7} {'record':>7} {'other':>7} "
+          f"{'non-render vs baseline':>23}")
+    for n in [int(v) for v in args.rate_envs.split(",")]:
+        off, on = results["rate"][f"{n}_off"], results["rate"][f"{n}_on"]
+        step_off = off["total_s"] / args.rate_steps
+        step_on = on["total_s"] / args.rate_steps
+        render, record = on["render_s"] / on["total_s"], on["record_s"] / on["total_s"]
+        non_render = (on["total_s"] - on["render_s"]) / args.rate_steps / step_off
+        print(f"  {n:>4} {off['frames_per_s']:11.1f} {on['frames_per_s']:9.1f} {on['frames_per_s'] / off['frames_per_s']:6.2f}x "
+              f"{100 * render:6.0f}% {100 * record:6.0f}% {100 * (1 - render - record):6.0f}% {non_render:22.2f}x")
+        results["rate"][f"{n}_non_render_vs_state_only"] = non_render
+    print("  (render/record/other: shares of a camera step's wall time; last column: a camera step minus its "
+          "rendering, over a state-only step; target <= 1.20x)")
+    mem = results["memory"]
+    print(f"\nmemory: peak RSS, 16 envs vs 4 envs, {args.memory_steps}-step episodes with both cameras")
+    for mode, label in (("spool", "ours: frames streamed to a spool file"), ("ram", "baseline: frames held in RAM")):
+        a, b = mem[f"4_{mode}"]["peak_rss_mb"], mem[f"16_{mode}"]["peak_rss_mb"]
+        print(f"  {label:<40} {a:7.0f} MB -> {b:7.0f} MB  {b / a:5.2f}x")
+    if results["files"]:
+        f = results["files"]
+        per = ", ".join(f"{c} {b / 1024:.1f} KiB" for c, b in f["bytes_per_frame"].items())
+        print(f"\nstorage: bytes per stored 224x224 frame (raw 147 KiB): {per}")
+        print(f"video:   PSNR of {f['psnr_frames']} decoded frames vs recorded: mean {f['psnr_mean']:.1f} dB, "
+              f"min {f['psnr_min']:.1f} dB (targets 40 / 35)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
