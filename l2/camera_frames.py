@@ -39,6 +39,9 @@ GZIP_LEVEL = 2
 """Isaac Lab's handler writes every dataset with gzip level 2; frames use the same."""
 MAX_PENDING_STEPS = 4
 """Steps of frames waiting for the compression thread before ``append`` blocks (bounds the memory held)."""
+GROW_FRAMES = 64
+"""A spool dataset grows by this many frames at a time (fewer h5py calls holding the GIL; unwritten chunks
+take no space) and is cut to its frame count when its episode is taken."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class FrameSpool:
         remove_stale_spools(output)
         self.file = h5py.File(self.path, "w")
         self._episode: dict[int, int] = {}  # env id -> number of its current episode in the spool
+        self._running: dict[str, dict[str, list]] = {}  # episode group -> camera -> [dataset, frames written]
         self._taken: dict[int, list[str]] = {}  # env id -> groups handed out by take(), deleted by release()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frame-spool")
         self._pending: deque[Future] = deque()
@@ -88,25 +92,28 @@ class FrameSpool:
             raise ValueError(f"camera {name}: expected (envs, H, W, C) uint8 frames, got {frames.dtype} {frames.shape}")
         while len(self._pending) >= MAX_PENDING_STEPS:
             self._pending.popleft().result()
-        paths = [f"{self._group(e)}/{name}" for e in env_ids]
-        self._pending.append(self._pool.submit(self._write, paths, np.array(frames, copy=True)))
+        groups = [self._group(e) for e in env_ids]
+        self._pending.append(self._pool.submit(self._write, name, groups, np.array(frames, copy=True)))
 
-    def _write(self, paths: list[str], frames: np.ndarray) -> None:
-        for path, frame in zip(paths, frames):
+    def _write(self, name: str, groups: list[str], frames: np.ndarray) -> None:
+        for group, frame in zip(groups, frames):
             data = frame.tobytes()
             if self.compression is not None:
                 data = zlib.compress(data, self.compression)  # releases the GIL: runs beside the simulator
             with self.lock:
-                dset = self.file.get(path)
-                if dset is None:
+                track = self._running.setdefault(group, {}).get(name)
+                if track is None:
                     dset = self.file.create_dataset(
-                        path, shape=(0, *frame.shape), maxshape=(None, *frame.shape), chunks=(1, *frame.shape),
-                        dtype=np.uint8, compression="gzip" if self.compression is not None else None,
-                        compression_opts=self.compression,
+                        f"{group}/{name}", shape=(GROW_FRAMES, *frame.shape), maxshape=(None, *frame.shape),
+                        chunks=(1, *frame.shape), dtype=np.uint8,
+                        compression="gzip" if self.compression is not None else None, compression_opts=self.compression,
                     )
-                n = dset.shape[0]
-                dset.resize(n + 1, axis=0)
+                    track = self._running[group][name] = [dset, 0]
+                dset, n = track
+                if n == dset.shape[0]:
+                    dset.resize(n + GROW_FRAMES, axis=0)
                 dset.id.write_direct_chunk((n, 0, 0, 0), data)  # a zlib stream is what HDF5's gzip filter stores
+                track[1] = n + 1
 
     def wait(self) -> None:
         """Block until every queued frame is in the file (re-raises a writer error)."""
@@ -117,9 +124,11 @@ class FrameSpool:
         """End env ``env_id``'s episode in the spool: its frames per camera (empty when it has none)."""
         self.wait()
         group = self._group(env_id)
+        frames = {}
         with self.lock:
-            stored = self.file.get(group)
-            frames = {name: SpooledFrames(self, f"{group}/{name}", d.shape) for name, d in stored.items()} if stored else {}
+            for name, (dset, n) in self._running.pop(group, {}).items():
+                dset.resize(n, axis=0)
+                frames[name] = SpooledFrames(self, dset.name, dset.shape)
         if frames:
             self._taken.setdefault(env_id, []).append(group)
             self._episode[env_id] += 1
