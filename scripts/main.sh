@@ -29,9 +29,11 @@ for f in data/demos/*.hdf5; do
   [ -f "$f" ] || continue
   if ! "$PY" -m l2.validate "$f" --expect-obs "$CAMERAS" > /dev/null 2>&1; then
     mkdir -p data/demos_state_only
-    mv "$f" data/demos_state_only/
+    dest="data/demos_state_only/$(basename "$f")"
+    [ -e "$dest" ] && dest="${dest%.hdf5}.$(date +%Y%m%d-%H%M%S).hdf5"  # never replace an earlier one
+    mv -n "$f" "$dest"
     echo "note: $f has no camera frames (obs/table_cam, obs/wrist_cam) or does not validate:"
-    echo "      moved to data/demos_state_only/; new demos with cameras go to a new file"
+    echo "      moved to $dest; new demos with cameras go to a new file"
   fi
 done
 
