@@ -51,6 +51,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self.successes_written = 0
         self.file_path: str | None = None
         self._layout_checked = False
+        self._defer_env_args = False
+        self._pending_env_args: dict = {}
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -61,8 +63,17 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 raise FileExistsError(f"{file_path} exists; pass --append to add demos or --overwrite to replace it")
             if self.on_exists == "append":
                 self._open_for_append(file_path, env_name)
+                self._defer_env_args = True
                 return
         super().create(file_path, env_name)
+        self._defer_env_args = True
+
+    def add_env_args(self, env_args: dict):
+        # Isaac Lab calls this before every export; written together with the episode (or not at all).
+        if self._defer_env_args:
+            self._pending_env_args.update(env_args)
+        else:
+            super().add_env_args(env_args)
 
     def _open_for_append(self, file_path: str, env_name: str | None) -> None:
         with h5py.File(file_path, "r") as f:
@@ -91,7 +102,10 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         data = self._hdf5_data_group
         name = schema.demo_name(self._demo_count if demo_id is None else demo_id)
         existed, count, total = name in data, self._demo_count, data.attrs[schema.ATTR_TOTAL]
+        env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
         try:
+            if self._pending_env_args:
+                super().add_env_args(self._pending_env_args)
             super().write_episode(episode, demo_id, compression)
             demo = data[name]
             for path, frames in streamed.items():
@@ -104,23 +118,24 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
             if not existed and name in data:
                 del data[name]
             data.attrs[schema.ATTR_TOTAL] = total
+            if env_args is not None:
+                data.attrs[schema.ATTR_ENV_ARGS] = env_args
             self._demo_count = count
             raise RecordingError(f"{self.file_path}:/data/{name}: the episode could not be written ({exc}); "
                                  "the file is as it was before it") from exc
+        self._pending_env_args = {}
         self.successes_written += bool(episode.success)
 
     def _check_layout(self, layout: dict[str, tuple]) -> None:
         """Refuse demos whose obs terms (names, shapes, dtypes) differ from the demos already in the file."""
-        self._layout_checked = True
         first = self._hdf5_data_group.get(schema.demo_name(0))
-        if first is None:
-            return
-        existing = obs_layout(first)
+        existing = obs_layout(first) if first is not None else layout
         if existing != layout:
             raise RecordingError(
                 f"{self.file_path}: cannot append: its demos record obs {describe_obs_layout(existing)}, this run "
                 f"records obs {describe_obs_layout(layout)} (write to another file, or --overwrite)"
             )
+        self._layout_checked = True
 
 
 class EpisodeSeedRecorder(RecorderTerm):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -57,3 +57,18 @@ def probe(path: str | Path) -> dict:
         return {"codec": s.codec_context.name, "pix_fmt": s.codec_context.pix_fmt,
                 "width": s.codec_context.width, "height": s.codec_context.height,
                 "frames": len(pts), "pts": pts, "audio": len(c.streams.audio) > 0}
+
+
+def decode(path: str | Path) -> Iterator[np.ndarray]:
+    """The frames of an MP4 as (H, W, 3) uint8 RGB arrays, in presentation order."""
+    with av.open(str(path)) as c:
+        for frame in c.decode(video=0):
+            yield frame.to_ndarray(format="rgb24")
+
+
+def psnr(reference: np.ndarray, decoded: np.ndarray) -> np.ndarray:
+    """Per-frame PSNR (dB) of decoded (n, H, W, 3) uint8 frames against the reference frames (inf: identical)."""
+    diff = reference.astype(np.float64) - decoded.astype(np.float64)
+    mse = np.mean(diff * diff, axis=tuple(range(1, diff.ndim)))
+    with np.errstate(divide="ignore"):
+        return 10.0 * np.log10(255.0**2 / mse)
