@@ -5,8 +5,8 @@ two 224 x 224 cameras that is about 300 kB per env and step (90 MB per env for a
 exhausts memory at GPU scale. Here each step's images are compressed (gzip, in a background thread) into
 a per-run spool file beside the output instead; when an episode ends, :class:`CameraFramesRecorder`
 hands the episode its frames as :class:`SpooledFrames`, and the dataset file handler copies their
-compressed chunks into ``data/demo_<i>/obs/<camera>``. The written file is the same as if the frames had
-stayed in RAM: a (T, H, W, 3) uint8 dataset per camera, one gzip chunk per frame.
+compressed chunks into ``data/demo_<i>/obs/<camera>``. The layout is the one Isaac Lab's handler would
+write from RAM, a (T, H, W, 3) uint8 dataset per camera, stored as one gzip chunk per frame.
 """
 
 from __future__ import annotations
@@ -168,10 +168,10 @@ def remove_stale_spools(output: str | os.PathLike) -> None:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # it exists, under another user
         return True
     return True
 
