@@ -20,11 +20,16 @@ from l3.errors import ConfigError
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 """Names that become output path components (camera keys): no '/', '\\', spaces, control characters."""
 
-ROTATION_TYPES = (
-    "axis_angle", "quaternion", "rotation_6d", "matrix",
-    "euler_angles_rpy", "euler_angles_ryp", "euler_angles_pry",
-    "euler_angles_pyr", "euler_angles_yrp", "euler_angles_ypr",
-)
+ROTATION_WIDTHS = {
+    "axis_angle": 3, "quaternion": 4, "rotation_6d": 6, "matrix": 9,
+    **{f"euler_angles_{c}": 3 for c in ("rpy", "ryp", "pry", "pyr", "yrp", "ypr")},
+}
+"""GR00T's ``rotation_type`` values and the width of a key holding one: its rotation transforms convert
+the whole key with pytorch3d, so a key carries a rotation_type only when it is exactly that rotation."""
+ROTATION_TYPES = tuple(ROTATION_WIDTHS)
+QUATERNION_ORDERS = ("xyzw", "wxyz")
+GR00T_QUATERNION_ORDER = "wxyz"
+"""pytorch3d's quaternions, and so GR00T's ``rotation_type: quaternion``, put the real part first."""
 ANNOTATION_KINDS = ("task", "validity")
 DEFAULT_ANNOTATIONS = (("human.action.task_description", "task"), ("human.validity", "validity"))
 DEFAULT_FPS = 50
@@ -42,7 +47,10 @@ class Slice:
     rotation_type: str | None = None
     absolute: bool = True
     quaternion: tuple[int, int] | None = None
-    """Columns (within this key) holding an XYZW quaternion; legacy WXYZ inputs are reordered."""
+    """Columns (within this key) holding the input's quaternion (XYZW in L2 files; legacy files' WXYZ is
+    recognised) ..."""
+    quaternion_order: str = "xyzw"
+    """... and the component order written there (``wxyz`` for GR00T's ``rotation_type: quaternion``)."""
     zeros: int | None = None
     """Padding: this key is ``zeros`` columns of 0.0 for this input (``source`` is empty)."""
 
@@ -77,7 +85,8 @@ class Mapping:
     """Everything the writer needs to know that is not in the arrays themselves."""
 
     robot_type: str
-    fps: int
+    fps: int | None
+    """Frames per second of the dataset; None: the rate the inputs were recorded at (see :func:`resolve_fps`)."""
     task: str
     state: tuple[Slice, ...]
     action: tuple[Slice, ...]
@@ -120,7 +129,7 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
         return Slice(key=str(key), source="", zeros=z, names=tuple(names) if names else None)
     if not isinstance(d, dict) or "from" not in d:
         raise ConfigError(f"{where}.{key}: expected a mapping with 'from: <dataset path>' (or 'zeros: N')")
-    unknown = set(d) - {"from", "slice", "names", "rotation_type", "absolute", "quaternion"}
+    unknown = set(d) - {"from", "slice", "names", "rotation_type", "absolute", "quaternion", "quaternion_order"}
     if unknown:
         raise ConfigError(f"{where}.{key}: unknown field(s) {sorted(unknown)}")
     start = end = None
@@ -135,15 +144,18 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
         raise ConfigError(f"{where}.{key}.rotation_type: {rot!r} is not one of {', '.join(ROTATION_TYPES)}")
     quat = d.get("quaternion")
     if quat is None and rot == "quaternion":
-        quat = [0, 4] if end is not None and start is not None and end - start == 4 else None
-        if quat is None:
-            raise ConfigError(f"{where}.{key}: rotation_type quaternion needs 'quaternion: [a, a+4]' "
-                              "(the columns holding qx,qy,qz,qw within this key)")
+        quat = [0, 4]
     if quat is not None:
         if not (isinstance(quat, list) and len(quat) == 2 and all(isinstance(v, int) for v in quat)
                 and quat[1] - quat[0] == 4 and quat[0] >= 0):
             raise ConfigError(f"{where}.{key}.quaternion: expected [a, a+4]")
         quat = (quat[0], quat[1])
+    order = d.get("quaternion_order", "xyzw")
+    if order not in QUATERNION_ORDERS:
+        raise ConfigError(f"{where}.{key}.quaternion_order: expected one of {', '.join(QUATERNION_ORDERS)}")
+    if rot == "quaternion" and (quat != (0, 4) or order != GR00T_QUATERNION_ORDER):
+        raise ConfigError(f"{where}.{key}: rotation_type quaternion means a 4-column key in GR00T's order "
+                          f"(w, x, y, z); write quaternion_order: {GR00T_QUATERNION_ORDER} (the converter reorders)")
     names = d.get("names")
     if names is not None:
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -153,7 +165,7 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     if not isinstance(absolute, bool):
         raise ConfigError(f"{where}.{key}.absolute: expected true or false")
     return Slice(key=str(key), source=str(d["from"]).strip("/"), start=start, end=end, names=names,
-                 rotation_type=rot, absolute=absolute, quaternion=quat)
+                 rotation_type=rot, absolute=absolute, quaternion=quat, quaternion_order=order)
 
 
 def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
@@ -167,9 +179,9 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     for req in ("state", "action"):
         if not isinstance(d.get(req), dict) or not d[req]:
             raise ConfigError(f"{where}: '{req}' must map at least one key to a dataset")
-    fps = d.get("fps", DEFAULT_FPS)
-    if not isinstance(fps, int) or fps <= 0:
-        raise ConfigError(f"{where}.fps: expected a positive integer")
+    fps = d.get("fps")
+    if fps is not None and (not isinstance(fps, int) or isinstance(fps, bool) or fps <= 0):
+        raise ConfigError(f"{where}.fps: expected a positive integer (or no fps: the inputs' recorded rate)")
     cams = d.get("cameras") or {}
     if not isinstance(cams, dict):
         raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
@@ -237,15 +249,16 @@ def mapping_to_dict(m: Mapping) -> dict:
             d["slice"] = [s.start or 0, s.end]
         if s.rotation_type:
             d["rotation_type"] = s.rotation_type
-        if s.rotation_type or not s.absolute:
-            d["absolute"] = s.absolute
+        d["absolute"] = s.absolute
         if s.quaternion:
             d["quaternion"] = list(s.quaternion)
+            if s.quaternion_order != "xyzw":
+                d["quaternion_order"] = s.quaternion_order
         if s.names:
             d["names"] = list(s.names)
         return d
 
-    out: dict[str, Any] = {"robot_type": m.robot_type, "fps": m.fps, "task": m.task}
+    out: dict[str, Any] = {"robot_type": m.robot_type, **({"fps": m.fps} if m.fps else {}), "task": m.task}
     if m.action_dim is not None:
         out["action_dim"] = m.action_dim
     out["state"] = {s.key: sl(s) for s in m.state}
@@ -298,7 +311,7 @@ def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], env_name: str |
         q = schema.EE_QUAT_SLICE
         action = (
             Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
-                  "quaternion", True, (q.start, q.stop)),
+                  quaternion=(q.start, q.stop)),
             Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
         )
         action_dim = schema.LIFT_ACTION_DIM
@@ -309,7 +322,7 @@ def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], env_name: str |
         raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
     env = env_name or ""
     robot = "franka_panda" if "franka" in env.lower() else "unknown"
-    return Mapping(robot_type=robot, fps=DEFAULT_FPS, task=env or "unknown task",
+    return Mapping(robot_type=robot, fps=None, task=env or "unknown task",
                    state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
 
 
@@ -329,6 +342,10 @@ def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[st
                               f"columns of {s.source}")
         if s.quaternion and s.quaternion[1] > w:
             raise ConfigError(f"{group}.{s.key}: quaternion columns {list(s.quaternion)} exceed its width {w}")
+        if s.rotation_type and w != ROTATION_WIDTHS[s.rotation_type]:
+            raise ConfigError(f"{group}.{s.key}: rotation_type {s.rotation_type} needs a key of exactly "
+                              f"{ROTATION_WIDTHS[s.rotation_type]} columns, this one has {w} (split the pose: "
+                              "position and rotation as separate keys)")
         given = (source_names or {}).get(s.source)
         if s.names is None and given is not None and len(given) == dims[s.source]:
             return replace(s, names=tuple(given[slice(s.start, s.end)]))
@@ -340,6 +357,31 @@ def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[st
 
     return replace(m, state=tuple(fix("state", s) for s in m.state),
                    action=tuple(fix("action", s) for s in m.action))
+
+
+def resolve_fps(config_fps: int | None, rates: dict[str, float]) -> tuple[int, list[str]]:
+    """The dataset's fps from the config and the rates inputs say they were recorded at (``rates``: file ->
+    Hz, only inputs that state one), plus notices. Without a config fps the inputs' one rate is used (inputs
+    at different rates are refused: nothing says how to reconcile them); with one, inputs recorded at
+    another rate get a notice (their frames are relabelled, not resampled)."""
+    if config_fps is not None:
+        return config_fps, [f"notice: {file}: recorded at {rate:g} Hz, written at fps {config_fps} from the config "
+                            "(frames relabelled, not resampled)" for file, rate in rates.items()
+                            if abs(rate - config_fps) > 1e-6 * config_fps]
+    if not rates:
+        return DEFAULT_FPS, [f"notice: no input states its rate: fps {DEFAULT_FPS} (set fps: in the config)"]
+    distinct: dict[float, str] = {}
+    for file, rate in rates.items():
+        distinct.setdefault(round(rate, 6), file)
+    if len(distinct) > 1:
+        seen = ", ".join(f"{file} at {rate:g} Hz" for rate, file in distinct.items())
+        raise ConfigError(f"inputs recorded at different rates cannot share one dataset: {seen}; set fps: N in "
+                          "the config to write them all at N frames per second (frames are relabelled, not resampled)")
+    rate, file = next(iter(distinct.items()))
+    if abs(rate - round(rate)) > 1e-6 * rate or round(rate) <= 0:
+        raise ConfigError(f"{file}: recorded at {rate:g} Hz, not a whole number of frames per second; "
+                          "set fps: N in the config")
+    return round(rate), []
 
 
 # --------------------------------------------------------------------------- mixed inputs

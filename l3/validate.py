@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from l3.mapping import ROTATION_TYPES  # noqa: E402
+from l3.mapping import ROTATION_WIDTHS  # noqa: E402
 
 STATS_KEYS = ("mean", "std", "min", "max", "q01", "q99")
 INFO_KEYS = ("codebase_version", "robot_type", "fps", "chunks_size", "total_episodes", "total_frames",
@@ -216,8 +216,13 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
                 continue
             covered[a:b] += 1
             rt = e.get("rotation_type")
-            if rt is not None and rt not in ROTATION_TYPES:
+            if rt is not None and rt not in ROTATION_WIDTHS:
                 c.bad(rel, f"{block}.{key}: unknown rotation_type {rt!r}")
+            elif rt is not None and b - a != ROTATION_WIDTHS[rt]:
+                c.bad(rel, f"{block}.{key}: rotation_type {rt} on {b - a} columns; GR00T converts the whole key, "
+                           f"which must be exactly {ROTATION_WIDTHS[rt]} wide")
+            if "absolute" in e and not isinstance(e["absolute"], bool):
+                c.bad(rel, f"{block}.{key}: absolute must be true or false, got {e['absolute']!r}")
         if dim and not (covered == 1).all():
             c.bad(rel, f"{block}: slices must cover every one of the {dim} dims exactly once")
     for key, e in (modality.get("video") or {}).items():

@@ -77,16 +77,15 @@ class Layout:
         return f
 
     def modality(self) -> dict[str, Any]:
-        """meta/modality.json: slices into the concatenated arrays (optional fields only when not default)."""
+        """meta/modality.json: slices into the concatenated arrays, ``absolute`` on every key (readers need not
+        know GR00T's default) and ``rotation_type`` on keys that are exactly one rotation."""
         def block(slices) -> dict:
             out, pos = {}, 0
             for s in slices:
                 w = len(s.names or ())
-                e: dict[str, Any] = {"start": pos, "end": pos + w}
+                e: dict[str, Any] = {"start": pos, "end": pos + w, "absolute": s.absolute}
                 if s.rotation_type:
                     e["rotation_type"] = s.rotation_type
-                if not s.absolute:
-                    e["absolute"] = False
                 out[s.key] = e
                 pos += w
             return out

@@ -41,6 +41,8 @@ class EpisodeRef:
     source: str
     legacy: bool
     env_name: str | None = None
+    rate: float | None = None
+    """Control rate the file says it was recorded at (1 / (sim dt x decimation) from env_args), Hz."""
     seed: int | None = None
     attrs: tuple[tuple[str, object], ...] | None = field(default=None, compare=False)
     """The group's num_samples / success / seed attributes as read by the scan (raw values, for the
@@ -59,6 +61,7 @@ class FileScan(common.FileScan):
     refs: list[EpisodeRef] = field(default_factory=list)
     legacy: bool = False
     env_name: str | None = None
+    rate: float | None = None
 
 
 _FILES = OneFileCache()
@@ -120,9 +123,11 @@ def scan_file(file: str, source: str) -> FileScan:
             env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
             if env_args is not None:
                 try:
-                    scan.env_name = json.loads(attr_text(env_args, errors="replace")).get("env_name")
+                    args = json.loads(attr_text(env_args, errors="replace"))
+                    scan.env_name = args.get("env_name")
                 except (ValueError, AttributeError):
                     raise InputError(file, f"/{schema.DATA_GROUP}", "env_args is not a JSON object") from None
+                scan.rate = recorded_rate(file, args.get("sim_args"))
             names = schema.sorted_demo_names(data.keys())
             if not names:
                 raise InputError(file, f"/{schema.DATA_GROUP}", "no demo_<i> episodes (empty file)")
@@ -151,7 +156,7 @@ def scan_file(file: str, source: str) -> FileScan:
                     attrs += ((schema.ATTR_SEED, seed),)
                 scan.refs.append(EpisodeRef(
                     file=file, demo=name, length=n, success=bool(raw_success),
-                    source=source, legacy=scan.legacy, env_name=scan.env_name,
+                    source=source, legacy=scan.legacy, env_name=scan.env_name, rate=scan.rate,
                     seed=None if seed is None else int(seed), attrs=attrs))
         except InputError:
             raise
@@ -354,10 +359,11 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
 
     def take(s) -> np.ndarray:
         a = arrays[s.source][:, s.start:s.end]
-        if ref.legacy and s.quaternion:  # legacy files store quaternions WXYZ
+        stored = "wxyz" if ref.legacy else "xyzw"  # legacy files store quaternions WXYZ
+        if s.quaternion and stored != s.quaternion_order:
             a = a.copy()
             q0 = s.quaternion[0]
-            a[:, q0:q0 + 4] = a[:, [q0 + 1, q0 + 2, q0 + 3, q0]]
+            a[:, q0:q0 + 4] = a[:, [q0 + stored.index(c) for c in s.quaternion_order]]
         return np.ascontiguousarray(a)
 
     if check_frames:
@@ -380,10 +386,23 @@ def _len(loaded: dict, name: str) -> int | str:
     return ds.shape[0] if ds is not None and ds.shape else "no rows"
 
 
+def recorded_rate(file: str, sim_args: object) -> float | None:
+    """Control rate from Isaac Lab's ``env_args["sim_args"]`` (``dt`` x ``decimation`` seconds per step), Hz;
+    None when the file does not say."""
+    if sim_args is None:
+        return None
+    dt = sim_args.get("dt") if isinstance(sim_args, dict) else None
+    decimation = sim_args.get("decimation") if isinstance(sim_args, dict) else None
+    if not (isinstance(dt, (int, float)) and isinstance(decimation, int) and dt > 0 and decimation > 0):
+        raise InputError(file, f"/{schema.DATA_GROUP}", f"env_args sim_args must hold dt > 0 and decimation >= 1, "
+                         f"got {sim_args!r}")
+    return 1.0 / (dt * decimation)
+
+
 def quaternion_notice(file: str, mapping: Mapping) -> str:
     """The notice printed once per legacy file."""
-    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}]"
+    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}] -> {s.quaternion_order.upper()}"
              for grp, slices in (("state", mapping.state), ("action", mapping.action))
              for s in slices if s.quaternion]
     what = ", ".join(parts) if parts else "no quaternion slices mapped"
-    return f"notice: {file}: legacy file (no format_version): quaternions converted WXYZ->XYZW: {what}"
+    return f"notice: {file}: legacy file (no format_version): quaternions read as WXYZ: {what}"
