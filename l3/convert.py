@@ -91,6 +91,24 @@ class Summary:
         return "\n".join(lines)
 
 
+def _nothing_left(summary: Summary, other_sources: dict[str, int], low_score: int, min_score: float | None) -> str:
+    """Why no episode is left to convert, with the flag that keeps what was dropped."""
+    counts = summary.per_source.values()
+    files, episodes = sum(c.files for c in counts), sum(c.episodes for c in counts)
+    failed, bad = sum(c.failed_dropped for c in counts), sum(c.bad for c in counts)
+    parts = [f"read {episodes} episode(s) in {files} file(s)"]
+    if failed:
+        parts.append(f"{failed} dropped as failed (--include-failed keeps them)")
+    if low_score:
+        parts.append(f"{low_score} scored below --min-score {min_score:g} (lower it to keep them)")
+    if bad:
+        parts.append(f"{bad} skipped as bad input")
+    if other_sources:
+        tags = ", ".join(f"{tag} ({n} file(s))" for tag, n in sorted(other_sources.items()))
+        parts.append(f"left out by --sources: {tags}")
+    return "no episodes to convert: " + "; ".join(parts)
+
+
 # --------------------------------------------------------------------------- inputs
 
 
@@ -217,6 +235,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     # 1. scan attributes, filter, number the candidates
     candidates: list[EpisodeRef] = []
     low_score = 0
+    other_sources: dict[str, int] = {}  # source tag -> files left out by --sources
     for file in resolve_inputs(inputs):
         try:
             fmt = l3_inputs.detect(file, input_format)
@@ -228,6 +247,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             continue
         src = source_of(file, overrides, fmt)
         if wanted is not None and src is not None and src not in wanted:
+            other_sources[src] = other_sources.get(src, 0) + 1
             continue
         try:
             scan = l3_inputs.scan(file, fmt, src)
@@ -240,6 +260,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             count.bad += 1
             continue
         if wanted is not None and scan.source not in wanted:
+            other_sources[scan.source] = other_sources.get(scan.source, 0) + 1
             continue
         count = summary.per_source.setdefault(scan.source, SourceCount())
         count.files += 1
@@ -260,11 +281,14 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     if min_score is not None:
         summary.notices.append(f"--min-score {min_score:g}: dropped {low_score} episode(s) scored below it")
     if not candidates:
-        raise UsageError("no episodes to convert (check the inputs and the --sources / --success-only filters)")
+        raise UsageError(_nothing_left(summary, other_sources, low_score, min_score))
 
     # 2. mapping per input format (from the first candidate of each), reconciled into one layout
     plan = l3_inputs.plan(candidates, config)
     mapping = plan.layout
+    for notice in plan.notices:
+        summary.notices.append(notice)
+        log(notice)
     for file in dict.fromkeys(r.file for r in candidates if r.legacy):
         summary.notices.append(quaternion_notice(file, plan.mappings["l2"]))
         log(summary.notices[-1])

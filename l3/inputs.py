@@ -24,7 +24,7 @@ import numpy as np
 from l2.schema import source_from_filename
 from l3.episode import Episode
 from l3.errors import ConfigError, InputError
-from l3.mapping import Mapping, infer_mapping, load_mapping, reconcile, with_names
+from l3.mapping import Mapping, infer_mapping, load_mapping, reconcile, resolve_fps, with_names
 from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
 from l3.readers.common import open_hdf5
 
@@ -94,12 +94,22 @@ class Plan:
     mappings: dict[str, Mapping]
     dims: dict[str, dict[str, tuple[int, ...]]]
     camera_shapes: dict[str, tuple[int, int]]
+    notices: tuple[str, ...] = ()
+    """What the user should know about the plan (e.g. inputs relabelled to the config's fps)."""
 
     def read_mapping(self, fmt: str) -> Mapping:
         """The format's mapping without its ``zeros`` padding keys (what the reader reads)."""
         m = self.mappings[fmt]
         return replace(m, state=tuple(s for s in m.state if s.zeros is None),
                        action=tuple(s for s in m.action if s.zeros is None))
+
+
+def rate_of(ref) -> float | None:
+    """The rate an episode's input says it was recorded at (Hz), or None."""
+    fmt = format_of(ref)
+    if fmt == "l2":
+        return ref.rate
+    return platform_hdf5.FPS if fmt == "platform" else None
 
 
 def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
@@ -126,6 +136,9 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
         m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))
         mappings[fmt], dims[fmt], origins[fmt] = m, d, ref.file
     layout = reconcile(mappings, origins)
+    rates = {r.file: rate for r in candidates if (rate := rate_of(r)) is not None}
+    fps, notices = resolve_fps(layout.fps, rates)
+    layout = replace(layout, fps=fps)
     if "platform" in mappings and layout.fps != platform_hdf5.FPS:
         raise ConfigError(f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
                           f"grid ({origins['platform']}); set fps: {platform_hdf5.FPS} in the config")
@@ -139,7 +152,7 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
                                   f"{cams[c.key][1]}x{cams[c.key][0]} in {other} input {origins[other]}; "
                                   "one video size per camera key (frames are not resized)")
             cams.setdefault(c.key, hw)
-    return Plan(layout, mappings, dims, cams)
+    return Plan(layout, mappings, dims, cams, tuple(notices))
 
 
 def read_episode(ref, p: Plan, task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:

@@ -18,7 +18,7 @@ CAM_H, CAM_W = 48, 64
 
 
 def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera: bool = False,
-              legacy: bool = False, seed: int | None = None) -> dict:
+              legacy: bool = False, seed: int | None = None, frame_size: tuple[int, int] = (CAM_H, CAM_W)) -> dict:
     """Arrays and attrs of one lift-cube episode (random but realistic shapes and dtypes)."""
     quat = rng.normal(size=(T, 4)).astype(np.float32)
     quat /= np.linalg.norm(quat, axis=1, keepdims=True)  # qx, qy, qz, qw
@@ -34,13 +34,14 @@ def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera:
         "actions": np.roll(actions, 1, axis=0),
     }
     if camera:
-        yy, xx = np.mgrid[0:CAM_H, 0:CAM_W]
+        h, w = frame_size
+        yy, xx = np.mgrid[0:h, 0:w]
         for k, name in enumerate(CAMERAS):
-            frames = np.zeros((T, CAM_H, CAM_W, 3), dtype=np.uint8)
+            frames = np.zeros((T, h, w, 3), dtype=np.uint8)
             for t in range(T):  # a moving gradient plus a moving square, different per camera
                 frames[t, :, :, 0] = (xx * 4 + t * 7 + 50 * k) % 256
                 frames[t, :, :, 1] = (yy * 5 + t * 3) % 256
-                x0 = (t * 3 + 11 * k) % (CAM_W - 8)
+                x0 = (t * 3 + 11 * k) % (w - 8)
                 frames[t, 10:18, x0:x0 + 8, 2] = 255
             obs[name] = frames
     attrs = {"num_samples": T, "success": success}
@@ -49,12 +50,14 @@ def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera:
     return {"actions": actions, "obs": obs, "attrs": attrs}
 
 
+SIM_ARGS = {"dt": 0.005, "decimation": 4, "render_interval": 4, "num_envs": 4}
+"""What Isaac Lab's RecorderManager merges into env_args: the lift task's 50 Hz control rate."""
 ISAACLAB_STORAGE = {"compression": "gzip", "compression_opts": 2}
 """How Isaac Lab's HDF5DatasetFileHandler stores each dataset (and so every L2 source)."""
 
 
 def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None = schema.FORMAT_VERSION,
-             env_name: str = ENV_NAME, storage: dict | None = None) -> Path:
+             env_name: str = ENV_NAME, storage: dict | None = None, sim_args: dict | None = SIM_ARGS) -> Path:
     """Write demos as /data/demo_<i> (in order) into an L2 file; ``storage``: h5py dataset options
     (None: contiguous, uncompressed; :data:`ISAACLAB_STORAGE`: as the L2 recorder writes them)."""
     storage = storage or {}
@@ -65,7 +68,10 @@ def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None 
             f.attrs[schema.ATTR_FORMAT_VERSION] = format_version
         data = f.create_group(schema.DATA_GROUP)
         data.attrs[schema.ATTR_TOTAL] = sum(d["attrs"]["num_samples"] for d in demos)
-        data.attrs[schema.ATTR_ENV_ARGS] = json.dumps({"env_name": env_name, "type": schema.ENV_ARGS_TYPE})
+        env_args = {"env_name": env_name, "type": schema.ENV_ARGS_TYPE}
+        if sim_args is not None:
+            env_args["sim_args"] = sim_args
+        data.attrs[schema.ATTR_ENV_ARGS] = json.dumps(env_args)
         for i, d in enumerate(demos):
             g = data.create_group(schema.demo_name(i))
             for k, v in d["attrs"].items():
@@ -78,11 +84,11 @@ def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None 
 
 
 def make_l2_file(path: str | Path, n: int = 3, *, seed: int = 0, length: int = 12, failed: tuple[int, ...] = (),
-                 camera: bool = False, legacy: bool = False) -> Path:
+                 camera: bool = False, legacy: bool = False, frame_size: tuple[int, int] = (CAM_H, CAM_W)) -> Path:
     """An L2 file of ``n`` episodes of lengths length, length+1, ...; ``failed`` demos have success=False."""
     rng = np.random.default_rng(seed)
-    demos = [make_demo(rng, length + i, success=i not in failed, camera=camera, legacy=legacy, seed=seed * 100 + i)
-             for i in range(n)]
+    demos = [make_demo(rng, length + i, success=i not in failed, camera=camera, legacy=legacy, seed=seed * 100 + i,
+                       frame_size=frame_size) for i in range(n)]
     return write_l2(path, demos, format_version=None if legacy else schema.FORMAT_VERSION)
 
 

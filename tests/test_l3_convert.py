@@ -71,7 +71,9 @@ def test_layout_totals_and_sources(converted):
         text = (root / "meta" / name).read_text()
         assert "\n\n" not in text and text.endswith("}\n")
     modality = json.loads((root / "meta/modality.json").read_text())
-    assert modality["action"]["ee_pose"] == {"start": 0, "end": 7, "rotation_type": "quaternion"}
+    # a 7-wide pose key carries no rotation_type (GR00T would convert all 7 columns as one rotation)
+    assert modality["action"]["ee_pose"] == {"start": 0, "end": 7, "absolute": True}
+    assert modality["state"]["joint_pos"] == {"start": 0, "end": 9, "absolute": True}
     assert modality["video"] == {c: {"original_key": f"observation.images.{c}"} for c in CAMERAS}
     stats = json.loads((root / "meta/stats.json").read_text())
     for key in ("observation.state", "action", "timestamp", "next.reward"):
@@ -130,21 +132,42 @@ def test_include_failed_sources_max_and_override(mixed, cam_config, tmp_path):
     assert validate(out) == []
 
 
-def test_workers_byte_identical(mixed, cam_config, tmp_path):
-    files = [str(mixed / "scripted_lift_cube.hdf5"), str(mixed / "teleop_lift_cube.hdf5")]
-    convert(files, tmp_path / "w1", config=cam_config, workers=1, log=lambda m: None)
-    convert(files, tmp_path / "w2", config=cam_config, workers=2, log=lambda m: None)
-    a = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*") if p.is_file())
-    b = sorted(p.relative_to(tmp_path / "w2") for p in (tmp_path / "w2").rglob("*") if p.is_file())
-    assert a == b
-    for rel in a:
-        assert (tmp_path / "w1" / rel).read_bytes() == (tmp_path / "w2" / rel).read_bytes(), rel
+ONE_CPU = "import os, sys; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from l3.convert import main; " \
+          "sys.exit(main(sys.argv[1:]))"
+"""Runs the converter on one CPU: an encoder that sizes its threads to the machine writes other bytes there."""
+
+
+def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp_path):
+    # camera-sized frames: x264 runs a single thread on tiny ones whatever it is told
+    files = [str(make_l2_file(tmp_path / "in" / f"scripted_{k}.hdf5", 2, seed=k, length=40, camera=True,
+                              frame_size=(224, 224))) for k in range(2)]
+    runs = {"w1": [], "w2": ["--workers", "2"], "w1_again": [], "one_cpu": None}
+    # Two processes burning both cores the whole time: x264's automatic frame threads gave different video
+    # bytes from run to run on a loaded machine, and pick their number from the CPUs the process may use.
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for name, extra in runs.items():
+            args = [*files, "--config", str(cam_config), "-o", str(tmp_path / name), "-q"]
+            cmd = [sys.executable, "-c", ONE_CPU, *args] if extra is None else [sys.executable, "-m", "l3.convert", *args, *extra]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+    finally:
+        for p in burners:
+            p.kill()
+    listing = {name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
+               for name in runs}
+    assert all(files == listing["w1"] for files in listing.values())
+    assert any(rel.suffix == ".mp4" for rel in listing["w1"])
+    for rel in listing["w1"]:
+        want = (tmp_path / "w1" / rel).read_bytes()
+        for name in runs:
+            assert (tmp_path / name / rel).read_bytes() == want, (name, rel)
 
 
 def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--print-config"]) == 0
     text = capsys.readouterr().out
-    assert "obs/joint_pos" in text and f"{CAMERAS[0]}: {CAMERA}" in text and "rotation_type: quaternion" in text
+    assert "obs/joint_pos" in text and f"{CAMERAS[0]}: {CAMERA}" in text and "quaternion: [3, 7]" in text and "rotation_type" not in text
     cfg = tmp_path / "inferred.yaml"
     cfg.write_text(text)
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--config", str(cfg), "-o", str(tmp_path / "a"), "-q"]) == 0
@@ -267,3 +290,62 @@ def test_fast_validation_catches_footer_problems(converted, tmp_path):
     msg = "\n".join(str(v) for v in validate(copy, deep=False))
     assert "episode_000001.parquet: observation.state: values are double, expected float32" in msg
     assert "episode_000000.parquet" not in msg
+
+
+# --------------------------------------------------------------------------- fps, filters, reproducibility
+def _rate_file(path: Path, dt: float | None, decimation: int = 4, seed: int = 0) -> Path:
+    from l3_fixtures import make_demo, write_l2
+
+    rng = np.random.default_rng(seed)
+    sim_args = None if dt is None else {"dt": dt, "decimation": decimation}
+    return write_l2(path, [make_demo(rng, 10 + i) for i in range(2)], sim_args=sim_args)
+
+
+def _state_config(tmp: Path) -> Path:
+    from l3_fixtures import state_only_config
+
+    return state_only_config(tmp, CONFIG)
+
+
+def test_fps_comes_from_the_files_sim_args(tmp_path):
+    src = _rate_file(tmp_path / "scripted_a.hdf5", dt=0.005, decimation=10)  # 20 Hz
+    summary = convert([str(src)], tmp_path / "ds", config=_state_config(tmp_path), log=lambda m: None)
+    info = json.loads((tmp_path / "ds/meta/info.json").read_text())
+    assert info["fps"] == 20 and summary.notices == []
+    ts = pq.read_table(tmp_path / "ds/data/chunk-000/episode_000000.parquet").column("timestamp").to_numpy()
+    assert ts.tobytes() == (np.arange(10) / 20).astype(np.float32).tobytes()
+
+
+def test_inputs_at_different_rates_are_refused_unless_the_config_sets_fps(tmp_path, capsys):
+    a = _rate_file(tmp_path / "scripted_a.hdf5", dt=0.005)  # 50 Hz
+    b = _rate_file(tmp_path / "teleop_b.hdf5", dt=0.005, decimation=10)  # 20 Hz
+    cfg = _state_config(tmp_path)
+    assert main([str(a), str(b), "--config", str(cfg), "-o", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: inputs recorded at different rates cannot share one dataset: ")
+    assert f"{a} at 50 Hz" in err and f"{b} at 20 Hz" in err and "set fps: N" in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
+    # a config that sets fps relabels, with a notice for the file it contradicts
+    doc = cfg.read_text() + "fps: 50\n"
+    cfg.write_text(doc)
+    summary = convert([str(a), str(b)], tmp_path / "ds", config=cfg, log=lambda m: None)
+    assert summary.notices == [f"notice: {b}: recorded at 20 Hz, written at fps 50 from the config "
+                               "(frames relabelled, not resampled)"]
+    # a file that does not say: the default, with a notice
+    c = _rate_file(tmp_path / "rl_c.hdf5", dt=None)
+    summary = convert([str(c)], tmp_path / "ds2", config=_state_config(tmp_path / "ds"), log=lambda m: None)
+    assert summary.notices == ["notice: no input states its rate: fps 50 (set fps: in the config)"]
+
+
+def test_when_filters_leave_nothing_the_message_says_what_was_dropped_and_how_to_keep_it(tmp_path, capsys):
+    a = make_l2_file(tmp_path / "scripted_a.hdf5", 3, failed=(0, 1, 2))
+    b = make_l2_file(tmp_path / "teleop_b.hdf5", 2, seed=1)
+    assert main([str(a), "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: no episodes to convert: read 3 episode(s) in 1 file(s); 3 dropped as failed "
+        "(--include-failed keeps them)")
+    assert main([str(a), str(b), "--sources", "scripted", "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: no episodes to convert: read 3 episode(s) in 1 file(s); 3 dropped as failed "
+        "(--include-failed keeps them); left out by --sources: teleop (1 file(s))")
+    assert not (tmp_path / "o").exists()
