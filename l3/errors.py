@@ -7,6 +7,7 @@ class InputError(Exception):
     """Malformed input, located by file and HDF5 path: ``str(e) == "FILE:/hdf5/path: message"``."""
 
     def __init__(self, file: str, path: str, message: str):
+        path = path or "/"  # an episode that is a whole file (ALOHA) has the root as its group
         super().__init__(f"{file}:{path}: {message}")
         self.file, self.path, self.message = file, path, message
 

@@ -42,13 +42,16 @@ def detect(file: str, forced: str | None = None) -> str:
     if file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file):
         return "platform"
     with open_hdf5(file) as f:
-        if platform_hdf5.is_platform(f):
-            return "platform"
-        if aloha_hdf5.is_aloha(f):
-            return "aloha"
-        if "data" in f or "episodes" in f:
-            return "l2"  # the L2 reader explains what is wrong with it, if anything
-        top = sorted(f.keys())[:8]
+        try:
+            if platform_hdf5.is_platform(f):
+                return "platform"
+            if aloha_hdf5.is_aloha(f):
+                return "aloha"
+            if "data" in f or "episodes" in f:
+                return "l2"  # the L2 reader explains what is wrong with it, if anything
+            top = sorted(f.keys())[:8]
+        except (OSError, RuntimeError, KeyError, ValueError) as e:
+            raise InputError(file, "/", f"cannot read the HDF5 structure, truncated or corrupt? ({e})") from None
     raise InputError(file, "/", f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 demos), "
                      "/data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
                      "--format forces one")
@@ -120,7 +123,10 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
     base = config if isinstance(config, Mapping) or config is None else load_mapping(config)
     mappings, dims, origins = {}, {}, {}
     for fmt, ref in firsts.items():
-        terms = describe(ref)
+        try:
+            terms = describe(ref)
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise InputError(ref.file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
         m = base.for_format(fmt) if base is not None else inferred_mapping(ref, terms)
         for p in m.sources():
             if p not in terms:
@@ -133,7 +139,10 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
                         "config/mixed_sim_platform.yaml, docs/l3_real.md)")
                 raise InputError(ref.file, f"{ref.group}/{p}", "missing mapped term")
         d = {p: tuple(terms[p][0][1:]) for p in m.sources()}
-        m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))
+        try:
+            m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))
+        except ConfigError as e:  # the mapping does not fit this input's arrays: name the input
+            raise InputError(ref.file, ref.group, f"does not fit the mapping: {e}") from None
         mappings[fmt], dims[fmt], origins[fmt] = m, d, ref.file
     layout = reconcile(mappings, origins)
     rates = {r.file: rate for r in candidates if (rate := rate_of(r)) is not None}
@@ -145,7 +154,14 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
     cams: dict[str, tuple[int, int]] = {}
     for fmt, m in mappings.items():
         for c in m.cameras:
-            hw = tuple(dims[fmt][c.source][:2])
+            row, ref = dims[fmt][c.source], firsts[fmt]
+            if len(row) != 3 or row[2] != 3:
+                raise InputError(ref.file, f"{ref.group}/{c.source}", f"camera term must hold (H, W, 3) frames or "
+                                 f"JPEG rows, its rows are {row}")
+            hw = tuple(row[:2])
+            if hw[0] % 2 or hw[1] % 2:
+                raise InputError(ref.file, f"{ref.group}/{c.source}", f"camera frames are {hw[1]}x{hw[0]}: the "
+                                 "H.264 videos (yuv420p) need an even width and height")
             if c.key in cams and cams[c.key] != hw:
                 other = next(f for f in mappings if f != fmt)
                 raise ConfigError(f"camera {c.key}: frames are {hw[1]}x{hw[0]} in {fmt} input {origins[fmt]} but "

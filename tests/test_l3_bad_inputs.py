@@ -110,7 +110,8 @@ def test_missing_input_and_bad_config(tmp_path, capsys):
     bad_cfg.write_text("state: {joint_pos: {from: obs/joint_pos, slice: [0, 99]}}\naction: {a: actions}\n")
     assert main([str(good), "--config", str(bad_cfg), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: state.joint_pos: slice [0, 99] exceeds the 9 columns of obs/joint_pos"), err
+    assert err.startswith(f"error: {good}:/data/demo_0: does not fit the mapping: state.joint_pos: slice [0, 99] "
+                          "exceeds the 9 columns of obs/joint_pos"), err
     assert not (tmp_path / "o").exists()
 
 

@@ -15,7 +15,7 @@ from l3_fixtures import make_l2_file
 from scipy.spatial.transform import Rotation
 
 from l3.convert import convert
-from l3.errors import ConfigError
+from l3.errors import ConfigError, InputError
 from l3.mapping import load_mapping, mapping_from_dict
 from l3.validate import validate
 
@@ -73,7 +73,7 @@ def test_rotation_type_only_on_a_key_of_its_width_and_in_gr00t_order(tmp_path):
     src = make_l2_file(tmp_path / "scripted_a.hdf5", 1)
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(json.dumps(doc))
-    with pytest.raises(ConfigError, match="axis_angle needs a key of exactly 3 columns, this one has 7"):
+    with pytest.raises(InputError, match="axis_angle needs a key of exactly 3 columns, this one has 7"):
         convert([str(src)], tmp_path / "o", config=cfg, log=lambda m: None)
     assert not (tmp_path / "o").exists()
     assert load_mapping(REPO / "config" / "lift_cube.yaml").action[0].rotation_type is None

@@ -108,7 +108,10 @@ def first_frame_shape(file: str, path: str, ds: h5py.Dataset, what: Callable[[in
     """(H, W) of frame 0 of a JPEG dataset (decodes one image)."""
     if ds.shape[0] == 0:
         raise InputError(file, path, "no frames")
-    row = ds[0]
+    try:
+        row = ds[0]
+    except (OSError, RuntimeError, ValueError) as e:
+        raise InputError(file, path, f"cannot read frame 0, truncated or corrupt? ({e})") from None
     if length is not None:
         row = np.asarray(row)[:length]
     img = decode_rows(file, path, [row], 0, JpegDecoder(file, path, what), None)
