@@ -89,7 +89,7 @@ def test_platform_export_every_episode_bit_exact(export, converted):
     assert info["features"]["action"]["names"] == ACTION_NAMES
     tasks = [json.loads(line)["task"] for line in (root / "meta/tasks.jsonl").read_text().splitlines()]
     modality = json.loads((root / "meta/modality.json").read_text())
-    assert modality["state"]["gripper"] == {"start": 14, "end": 16}
+    assert modality["state"]["gripper"] == {"start": 14, "end": 16, "absolute": True}
     assert sorted(modality["video"]) == sorted(PLATFORM_CAMERAS)
     for i, e in enumerate(eps):
         with h5py.File(export[0].parent / e["chunk"], "r") as f:

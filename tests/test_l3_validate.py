@@ -114,7 +114,7 @@ def test_mapping_round_trip_and_errors(tmp_path):
     assert load_mapping(p) == m
     ee = m.action[0]
     assert (ee.key, ee.start, ee.end, ee.rotation_type, ee.absolute, ee.quaternion) == \
-        ("ee_pose", 0, 7, "quaternion", True, (3, 7))
+        ("ee_pose", 0, 7, None, True, (3, 7))
     with pytest.raises(ConfigError, match="rotation_type"):
         mapping_from_dict({"state": {"a": "obs/a"}, "action": {"b": {"from": "actions", "rotation_type": "euler"}}})
     with pytest.raises(ConfigError, match="unknown key"):
