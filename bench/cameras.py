@@ -43,8 +43,6 @@ WARMUP_STEPS = 5
 
 def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
     """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total."""
-    from isaaclab.utils.math import subtract_frame_transforms
-
     from l2 import sim
     from l2.recording import configure_recording
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
@@ -58,17 +56,12 @@ def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
             time_calls(env.scene[name], ["_update_buffers_impl"], render)  # the camera's render + read-back
         time_calls(env.recorder_manager, RECORDER_HOOKS, record)
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
-        robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
         env.reset()
         for i in range(WARMUP_STEPS + steps):
             if i == WARMUP_STEPS:
                 start = time.perf_counter()
                 render[0] = record[0] = 0.0
-            cube_pos, cube_quat = subtract_frame_transforms(
-                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
-                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
-            )
-            env.step(sm.compute(ee.data.target_pos_source.torch[:, 0], cube_pos, cube_quat))
+            env.step(sm.act(env))
             sm.reset(env.termination_manager.dones.nonzero().flatten())
         total = time.perf_counter() - start
         written = env.recorder_manager.exported_successful_episode_count

@@ -38,8 +38,6 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
     """Run the scripted loop once and return its env-frames/s (after a short warm-up)."""
     import torch
     from isaaclab.envs.mdp.recorders.recorders_cfg import ActionStateRecorderManagerCfg
-    from isaaclab.utils.math import subtract_frame_transforms
-
     from l2 import sim
     from l2.recording import configure_recording
     from l2.scripted.run import DEFAULT_TASK
@@ -55,18 +53,13 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
         in_recorder = [0.0]
         time_calls(env.recorder_manager, RECORDER_HOOKS, in_recorder)
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
-        robot, cube, ee = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
         env.reset()
         episodes = 0
         for i in range(WARMUP_STEPS + steps):
             if i == WARMUP_STEPS:
                 start = time.perf_counter()
                 in_recorder[0] = 0.0
-            cube_pos, cube_quat = subtract_frame_transforms(
-                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
-                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
-            )
-            env.step(sm.compute(ee.data.target_pos_source.torch[:, 0], cube_pos, cube_quat))
+            env.step(sm.act(env))
             done = env.termination_manager.dones.nonzero().flatten()
             episodes += len(done)
             sm.reset(done)

@@ -31,8 +31,44 @@ def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num
     exists.add_argument("--append", action="store_true", help="add demos to an existing output file")
 
 
+def add_attempt_args(parser: argparse.ArgumentParser) -> None:
+    """``--max_attempts`` and ``--episodes`` of the automatic sources (see :func:`l2.collect.collect`)."""
+    group = parser.add_argument_group("episodes")
+    limit = group.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--max_attempts", type=int, default=None,
+        help="give up after this many finished episodes (default: 4 x num_demos + num_envs)",
+    )
+    limit.add_argument(
+        "--episodes", type=int, default=None, metavar="N",
+        help="evaluate instead: run N episodes (rounded up to a multiple of num_envs, the first ones of each env), "
+        "write their successes and report the success rate; --num_demos is ignored",
+    )
+
+
+def attempt_limits(args: argparse.Namespace) -> tuple[int | None, int]:
+    """``(num_demos or None, max_attempts)`` for :func:`l2.collect.collect` from the runner's arguments."""
+    if args.episodes is not None:
+        return None, args.episodes
+    return args.num_demos, args.max_attempts or 4 * args.num_demos + args.num_envs
+
+
 def on_exists(args: argparse.Namespace) -> OnExists:
     return "overwrite" if args.overwrite else "append" if args.append else "refuse"
+
+
+def record_to(env_cfg, args: argparse.Namespace, *, max_successes: int | None = None, recorders=None) -> Path:
+    """Point the env cfg's recorder at ``args.output`` (see :func:`l2.recording.configure_recording`); an
+    existing file that the flags do not allow touching, or a bad path, ends the run with a one-line error."""
+    from l2.recording import configure_recording
+
+    try:
+        return configure_recording(
+            env_cfg, args.output, args.task, on_exists(args), keep_failed=args.keep_failed,
+            max_successes=max_successes, recorders=recorders,
+        )
+    except (FileExistsError, ValueError) as exc:
+        fail(str(exc))
 
 
 def print_summary(rows: list[tuple[str, object]]) -> None:

@@ -32,37 +32,49 @@ class CollectionStats:
 
 def collect(
     env: ManagerBasedRLEnv,
-    num_demos: int,
+    num_demos: int | None,
     max_attempts: int,
     step: Callable[[], None],
     on_done: Callable[[torch.Tensor], None],
     desc: str,
 ) -> CollectionStats:
-    """Call ``step()`` (one env step for all envs) until ``num_demos`` successful demos are written.
+    """Call ``step()`` (one env step for all envs) until ``num_demos`` successful demos are written, or
+    until ``max_attempts`` episodes have finished (with ``num_demos=None``: until then, whatever succeeds).
+
+    Episodes are counted per env in the order they start: each env counts its first
+    ``ceil(max_attempts / num_envs)`` episodes, so the success rate is not biased towards short episodes
+    (a fast env would otherwise count several quick successes while a slow one is still running).
 
     After each step, ``on_done(env_ids)`` gets the envs whose episode just ended (Isaac Lab has
     already reset them and the RecorderManager has exported them).
     """
+    import torch
     from tqdm import tqdm
 
     handler = dataset_handler(env)
     stats = CollectionStats(in_file_before=handler.get_num_episodes())
+    quota = -(-max_attempts // env.num_envs)
+    episodes = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+    target, unit = (num_demos, "demo") if num_demos is not None else (quota * env.num_envs, "episode")
     start = time.perf_counter()
-    with tqdm(total=num_demos, unit="demo", desc=desc, dynamic_ncols=True, mininterval=0.5) as bar:
-        while handler.successes_written < num_demos and stats.attempts < max_attempts:
+    with tqdm(total=target, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar:
+        while (num_demos is None or handler.successes_written < num_demos) and bool((episodes < quota).any()):
             step()
             stats.frames += env.num_envs
             done = env.termination_manager.dones
             if done.any():
                 done_ids = done.nonzero().flatten()
-                stats.attempts += len(done_ids)
-                stats.successes += int(env.termination_manager.get_term("success")[done_ids].sum())
+                counted = done_ids[episodes[done_ids] < quota]
+                episodes[done_ids] += 1
+                stats.attempts += len(counted)
+                stats.successes += int(env.termination_manager.get_term("success")[counted].sum())
                 on_done(done_ids)
             stats.seconds = time.perf_counter() - start
             bar.set_postfix(
                 success=f"{stats.successes}/{stats.attempts}", fps=f"{stats.frames / stats.seconds:.0f}", refresh=False
             )
-            bar.update(handler.successes_written - bar.n)  # redraws at most every 0.1 s, also when 0
+            progress = handler.successes_written if num_demos is not None else stats.attempts
+            bar.update(progress - bar.n)  # redraws at most every 0.1 s, also when 0
     stats.written = handler.successes_written
     return stats
 
@@ -80,7 +92,7 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
         ("failed episodes", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
         ("validator", verdict),
     ])
-    if stats.written < args.num_demos:
+    if args.episodes is None and stats.written < args.num_demos:
         print(f"error: only {stats.written} of {args.num_demos} demos after {stats.attempts} episodes", file=sys.stderr)
         return 1
     return 0 if ok else 1

@@ -4,12 +4,12 @@
 #
 #   scripts/main.sh                      # 4 scripted demos with 4 envs (two 224x224 cameras each)
 #   NUM_DEMOS=16 NUM_ENVS=8 scripts/main.sh
-#   RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
+#   RL_DEMOS=4 RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
 #
 # Scripted demos are appended to data/demos/scripted_lift_cube.hdf5 (an existing file is never
 # truncated); on the first run a teleop session is replayed from config/teleop/ into
-# data/demos/teleop_lift_cube.hdf5; with RL_CHECKPOINT a PPO rollout is appended to
-# data/demos/rl_lift_cube.hdf5. A demo file without camera frames (recorded by an earlier version)
+# data/demos/teleop_lift_cube.hdf5; the shipped PPO policy (or RL_CHECKPOINT) appends RL_DEMOS (2)
+# rollouts to data/demos/rl_lift_cube.hdf5. A demo file without camera frames (recorded by an earlier version)
 # is moved to data/demos_state_only/, never mixed with camera demos. The GR00T dataset is derived
 # from all files in data/demos/ and rewritten at outputs/lift_cube_gr00t.
 set -euo pipefail
@@ -45,11 +45,9 @@ if [ ! -f "$TELEOP" ]; then
   echo "== 1b/4 collect: a teleop session replayed from the shipped device trace (first run only)"
   "$PY" l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --num_demos 1 --output "$TELEOP"
 fi
-if [ -n "${RL_CHECKPOINT:-}" ]; then
-  echo "== 1c/4 collect: PPO policy rollout of $RL_CHECKPOINT"
-  "$PY" l2/rl/rollout.py --checkpoint "$RL_CHECKPOINT" --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" \
-    --output "$RL" $([ -f "$RL" ] && echo --append)
-fi
+echo "== 1c/4 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/rl/checkpoints/lift_cube_ppo}"
+"$PY" l2/rl/rollout.py ${RL_CHECKPOINT:+--checkpoint "$RL_CHECKPOINT"} --num_envs "${RL_DEMOS:-2}" \
+  --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append)
 
 echo "== 2/4 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"

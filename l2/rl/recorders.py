@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 
 import torch
-from isaaclab.envs.mdp.recorders.recorders_cfg import InitialStateRecorderCfg
-from isaaclab.managers import RecorderManagerBaseCfg, RecorderTerm, RecorderTermCfg
+from isaaclab.managers import RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
-from l2.camera_frames import CameraFramesRecorderCfg
-from l2.recording import EpisodeSeedRecorderCfg
+from l2.recording import L2RecorderManagerCfg
 
 
 class PolicySplitObsRecorder(RecorderTerm):
@@ -94,14 +92,12 @@ class RawPolicyActionRecorderCfg(RecorderTermCfg):
 
 
 @configclass
-class RLRecorderManagerCfg(RecorderManagerBaseCfg):
-    """The L2 schema for PPO rollouts: same ``obs/<term>`` (state terms split from the policy vector, camera
-    images from the ``cameras`` group) and ``actions`` as the other sources."""
+class RLRecorderManagerCfg(L2RecorderManagerCfg):
+    """The L2 schema for PPO rollouts: the shared terms, with the state ``obs/<term>`` split from the flat policy
+    vector and ``actions`` = the equivalent IK-absolute action; the policy's own action as ``policy_actions``."""
 
-    record_initial_state = InitialStateRecorderCfg()
+    record_pre_step_actions = None
+    record_pre_step_policy_observations = None
     record_policy_split_obs = PolicySplitObsRecorderCfg()
-    record_camera_frames = CameraFramesRecorderCfg()
     record_equivalent_actions = EquivalentIKAbsActionRecorderCfg()
     record_policy_actions = RawPolicyActionRecorderCfg()
-    record_episode_seed = EpisodeSeedRecorderCfg()
-

@@ -7,7 +7,9 @@ observation, ``actions`` = the equivalent IK-absolute action (end-effector pose 
 
 Examples::
 
-    python l2/rl/rollout.py --checkpoint logs/rl/<run>/model_1499.pt --num_demos 10
+    python l2/rl/rollout.py --num_demos 8                                  # the shipped policy
+    python l2/rl/rollout.py --episodes 64 --num_envs 64 presets=no_cameras  # its success rate
+    python l2/rl/rollout.py --checkpoint logs/rl/<run>/model_300.pt --num_demos 10
     python l2/rl/rollout.py --checkpoint policy.pt --num_demos 50 --keep-failed --append
 """
 
@@ -26,12 +28,14 @@ from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
-    parser.add_argument("--checkpoint", required=True, help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py")
+    parser.add_argument(
+        "--checkpoint", default=None,
+        help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the shipped policy, "
+        "l2/rl/checkpoints/lift_cube_ppo/model.pt)",
+    )
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10)
-    parser.add_argument(
-        "--max_attempts", type=int, default=None, help="stop after this many finished episodes (default: 4 x num_demos + num_envs)"
-    )
+    cli.add_attempt_args(parser)
     return parser.parse_args(argv)
 
 
@@ -40,25 +44,26 @@ def rollout(args: argparse.Namespace) -> int:
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
 
     from l2 import collect
-    from l2.recording import configure_recording
+    from l2.rl.checkpoint import SHIPPED_MODEL, LayoutError, check_layout
     from l2.rl.recorders import RLRecorderManagerCfg
 
-    if not Path(args.checkpoint).is_file():
-        cli.fail(f"{args.checkpoint}: no such checkpoint")
+    checkpoint_path = Path(args.checkpoint or SHIPPED_MODEL)
+    if not checkpoint_path.is_file():
+        cli.fail(f"{checkpoint_path}: no such checkpoint")
+    checkpoint = torch.load(checkpoint_path, map_location=args.device, weights_only=False)
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
     agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
-    try:
-        output = configure_recording(
-            env_cfg, args.output, args.task, cli.on_exists(args), keep_failed=args.keep_failed,
-            max_successes=args.num_demos, recorders=RLRecorderManagerCfg(),
-        )
-    except (FileExistsError, ValueError) as exc:
-        cli.fail(str(exc))
+    num_demos, max_attempts = cli.attempt_limits(args)
+    output = cli.record_to(env_cfg, args, max_successes=num_demos, recorders=RLRecorderManagerCfg())
 
     with sim.make_env(env_cfg, args.task) as env:
         vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
         runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
-        runner.load(args.checkpoint, map_location=env.device)
+        try:
+            check_layout(checkpoint_path, checkpoint, env)
+        except LayoutError as exc:
+            cli.fail(str(exc))
+        runner.alg.load(checkpoint, load_cfg={"actor": True}, strict=True)
         policy = runner.get_inference_policy(device=env.device)
         obs = vec_env.get_observations()
 
@@ -67,8 +72,7 @@ def rollout(args: argparse.Namespace) -> int:
             with torch.inference_mode():
                 obs, _, _, _ = vec_env.step(policy(obs))
 
-        max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
-        stats = collect.collect(env, args.num_demos, max_attempts, step, lambda _ids: None, desc="rl demos")
+        stats = collect.collect(env, num_demos, max_attempts, step, lambda _ids: None, desc="rl demos")
     return collect.finish(args, stats, output)
 
 

@@ -15,8 +15,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -33,7 +35,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     group = parser.add_argument_group("training")
     group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's 1500)")
-    group.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
+    start = group.add_mutually_exclusive_group()
+    start.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
+    start.add_argument(
+        "--init", default=None, metavar="CHECKPOINT",
+        help="start PPO from this actor (e.g. the warm start of l2/rl/pretrain.py) with a new critic",
+    )
+    group.add_argument(
+        "--critic_warmup", type=int, default=0, metavar="ITERS",
+        help="first fit the new critic for ITERS iterations with the actor frozen (with --init; default: %(default)s)",
+    )
     group.add_argument("--log_root", default="logs/rl", help="runs are written to LOG_ROOT/<run> (default: %(default)s)")
     group.add_argument("--run_name", default=None, help="run folder name (default: date_time)")
     return parser.parse_args(argv)
@@ -54,11 +65,30 @@ def load_agent_cfg(task: str, device: str, seed: int | None):
     return agent_cfg
 
 
+@contextlib.contextmanager
+def frozen_actor(ppo) -> Iterator[None]:
+    """PPO updates only the critic inside; after it the learning rate is back at its start value (the adaptive
+    schedule raises it while the frozen actor's KL divergence is zero)."""
+    params = list(ppo.actor.parameters())
+    learning_rate = ppo.learning_rate
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+        ppo.learning_rate = learning_rate
+        for group in ppo.optimizer.param_groups:
+            group["lr"] = learning_rate
+
+
 def train(args: argparse.Namespace) -> int:
     from isaaclab.utils.io import dump_yaml
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
 
     from l2.lift.camera_cfg import NO_CAMERAS
+    from l2.rl.checkpoint import env_layout
 
     # The policy takes no images: render none while training (rollouts record the cameras).
     overrides = [f"presets={NO_CAMERAS}", *args.overrides]
@@ -68,12 +98,15 @@ def train(args: argparse.Namespace) -> int:
         agent_cfg.max_iterations = args.max_iterations
     run = args.run_name or datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     log_dir = Path(args.log_root) / run
-    if log_dir.exists() and any(log_dir.iterdir()) and not args.resume:
+    if (args.init or args.resume) and not Path(args.init or args.resume).is_file():
+        cli.fail(f"{args.init or args.resume}: no such checkpoint")
+    if log_dir.exists() and any(log_dir.glob("events.*")) and not args.resume:
         print(f"error: {log_dir} exists; choose another --run_name", file=sys.stderr)
         return 2
     log_dir.mkdir(parents=True, exist_ok=True)
     dump_yaml(str(log_dir / "params" / "env.yaml"), env_cfg)
     dump_yaml(str(log_dir / "params" / "agent.yaml"), agent_cfg)
+    dump_yaml(str(log_dir / "params" / "train.yaml"), {**vars(args), "argv": sys.argv})
 
     start = time.perf_counter()
     with sim.make_env(env_cfg, args.task) as env:
@@ -81,14 +114,25 @@ def train(args: argparse.Namespace) -> int:
         runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=str(log_dir))
         if args.resume:
             runner.load(args.resume)
-        runner.learn(num_learning_iterations=agent_cfg.max_iterations, init_at_random_ep_len=True)
+        if args.init:
+            runner.load(args.init, load_cfg={"actor": True})
+        warmup = min(args.critic_warmup, agent_cfg.max_iterations) if args.init else 0
+        if warmup:
+            with frozen_actor(runner.alg):
+                runner.learn(num_learning_iterations=warmup, init_at_random_ep_len=True)
+            runner.current_learning_iteration += 1  # learn() leaves it at its last iteration, not the next
+        runner.learn(num_learning_iterations=agent_cfg.max_iterations - warmup, init_at_random_ep_len=not warmup)
+        # rsl_rl saved the last model already; save it again with the layout a rollout checks it against.
+        runner.save(str(log_dir / f"model_{runner.current_learning_iteration}.pt"), infos={"layout": env_layout(env)})
         steps = agent_cfg.max_iterations * agent_cfg.num_steps_per_env * env.num_envs
     seconds = time.perf_counter() - start
-    checkpoints = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-    print(f"\n  iterations   {agent_cfg.max_iterations} ({steps} env steps, {args.num_envs} envs, {args.device})")
-    print(f"  wall time    {seconds:.0f} s ({steps / seconds:.0f} env steps/s)")
-    print(f"  logs         {log_dir}  (tensorboard --logdir {args.log_root})")
-    print(f"  checkpoint   {checkpoints[-1] if checkpoints else 'none written'}")
+    checkpoints = sorted(log_dir.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    cli.print_summary([
+        ("iterations", f"{agent_cfg.max_iterations} ({steps} env steps, {args.num_envs} envs, {args.device})"),
+        ("wall time", f"{seconds:.0f} s ({steps / seconds:.0f} env steps/s)"),
+        ("logs", f"{log_dir}  (tensorboard --logdir {args.log_root}; plot: python -m l2.rl.plot {log_dir})"),
+        ("checkpoint", str(checkpoints[-1]) if checkpoints else "none written"),
+    ])
     return 0 if checkpoints else 1
 
 

@@ -29,47 +29,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/scripted_lift_cube.hdf5", num_demos=10)
-    parser.add_argument(
-        "--max_attempts", type=int, default=None, help="stop after this many finished episodes (default: 4 x num_demos + num_envs)"
-    )
+    cli.add_attempt_args(parser)
     parser.add_argument("--log_actions", default=None, help="also save every action the state machine emits (.npz)")
     return parser.parse_args(argv)
 
 
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
-    from isaaclab.utils.math import subtract_frame_transforms
-
     from l2 import collect
-    from l2.recording import configure_recording
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
-    try:
-        output = configure_recording(
-            env_cfg, args.output, args.task, cli.on_exists(args), keep_failed=args.keep_failed, max_successes=args.num_demos
-        )
-    except (FileExistsError, ValueError) as exc:
-        cli.fail(str(exc))
+    num_demos, max_attempts = cli.attempt_limits(args)
+    output = cli.record_to(env_cfg, args, max_successes=num_demos)
     log: list[np.ndarray] = []
 
     with sim.make_env(env_cfg, args.task) as env:
         sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
-        robot, cube, ee_frame = env.scene["robot"], env.scene["object"], env.scene["ee_frame"]
 
         def step() -> None:
-            cube_pos, cube_quat = subtract_frame_transforms(
-                robot.data.root_pos_w.torch, robot.data.root_quat_w.torch,
-                cube.data.root_pos_w.torch, cube.data.root_quat_w.torch,
-            )
-            actions = sm.compute(ee_frame.data.target_pos_source.torch[:, 0], cube_pos, cube_quat)
+            actions = sm.act(env)
             if args.log_actions:
                 log.append(actions.cpu().numpy().copy())
             env.step(actions)
 
         env.reset()
-        max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
-        stats = collect.collect(env, args.num_demos, max_attempts, step, sm.reset, desc="scripted demos")
+        stats = collect.collect(env, num_demos, max_attempts, step, sm.reset, desc="scripted demos")
 
     if args.log_actions:
         np.savez_compressed(args.log_actions, actions=np.stack(log) if log else np.zeros((0, args.num_envs, 8)))

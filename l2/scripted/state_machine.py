@@ -11,9 +11,13 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from isaaclab.utils.math import quat_from_angle_axis, quat_mul, wrap_to_pi, yaw_quat, euler_xyz_from_quat
+
+if TYPE_CHECKING:
+    from isaaclab.envs import ManagerBasedEnv
 
 GRIPPER_OPEN = 1.0
 GRIPPER_CLOSE = -1.0
@@ -79,6 +83,13 @@ class PickAndLiftStateMachine:
         yaw = wrap_to_pi(yaw)
         yaw = torch.remainder(yaw + math.pi / 4, math.pi / 2) - math.pi / 4
         return quat_mul(quat_from_angle_axis(yaw, self._z_axis), self._top_down)
+
+    def act(self, env: ManagerBasedEnv) -> torch.Tensor:
+        """:meth:`compute` on the env's current cube and end-effector poses (read from its scene)."""
+        from l2.lift import mdp
+
+        cube = mdp.object_pose_in_robot_root_frame(env)
+        return self.compute(mdp.ee_position_in_robot_root_frame(env), cube[:, :3], cube[:, 3:])
 
     def compute(
         self, ee_pos: torch.Tensor, cube_pos: torch.Tensor, cube_quat: torch.Tensor

@@ -44,15 +44,11 @@ class ScriptedOperator(DeviceBase):
         self._callbacks[key] = func
 
     def _cube_and_yaw_quat(self):
-        from isaaclab.utils.math import subtract_frame_transforms
-
+        from l2.lift import mdp
         from l2.scripted.state_machine import PickAndLiftStateMachine
 
-        robot, cube = self.env.scene["robot"], self.env.scene["object"]
-        pos, quat = subtract_frame_transforms(
-            robot.data.root_pos_w.torch, robot.data.root_quat_w.torch, cube.data.root_pos_w.torch, cube.data.root_quat_w.torch
-        )
-        return pos[0], PickAndLiftStateMachine(1, "cpu").grasp_orientation(quat)[0]
+        cube = mdp.object_pose_in_robot_root_frame(self.env)
+        return cube[0, :3], PickAndLiftStateMachine(1, "cpu").grasp_orientation(cube[:, 3:])[0]
 
     def advance(self) -> torch.Tensor:
         from isaaclab.utils.math import axis_angle_from_quat, quat_inv, quat_mul

@@ -99,7 +99,7 @@ def print_controls(device_name: str, device, extras) -> None:
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from l2.recording import configure_recording, dataset_handler
+    from l2.recording import dataset_handler
     from l2.teleop.devices import CONTROLS, create_device
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder, load_trace
@@ -116,10 +116,7 @@ def collect(args: argparse.Namespace) -> int:
     env_cfg = sim.load_env_cfg(args.task, args.device, 1, args.seed, args.overrides)
     if getattr(env_cfg, "success_term", None) is None:
         cli.fail(f"{args.task} is not a teleop task (its cfg has no success_term)")
-    try:
-        output = configure_recording(env_cfg, args.output, args.task, cli.on_exists(args), keep_failed=args.keep_failed)
-    except (FileExistsError, ValueError) as exc:
-        cli.fail(str(exc))
+    output = cli.record_to(env_cfg, args)
     env_cfg.recorders.export_in_close = False  # an unfinished attempt is never written on exit
     viz = _visualizer_cfg(args.visualizer)
     if viz is not None:

@@ -8,4 +8,5 @@ from isaaclab_tasks.contrib.lift.mdp import (  # noqa: F401
     object_position_in_robot_root_frame,
 )
 
+from .observations import ee_position_in_robot_root_frame, object_pose_in_robot_root_frame  # noqa: F401
 from .terminations import cube_lifted_and_held  # noqa: F401

@@ -1,0 +1,105 @@
+"""PPO checkpoints of the RL source: the shipped policy, the observation/action layout they were trained on.
+
+Checkpoints are rsl_rl's own (``actor_state_dict``, ``critic_state_dict``, ...). The ones our scripts write
+also carry ``infos["layout"]``, the env's policy-observation terms and action terms with their widths, so a
+rollout can say exactly what differs; for other rsl_rl checkpoints the widths are read from the weights.
+
+Export a trained run's checkpoint as the shipped policy (actor and critic, no optimizer state, plus the
+env/agent cfgs it was trained with)::
+
+    python -m l2.rl.checkpoint logs/rl/<run>/model_<it>.pt --to l2/rl/checkpoints/lift_cube_ppo
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from isaaclab.envs import ManagerBasedRLEnv
+
+SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "lift_cube_ppo"
+"""The shipped policy's folder: ``model.pt``, ``params/env.yaml``, ``params/agent.yaml``, ``train.md``."""
+SHIPPED_MODEL = SHIPPED / "model.pt"
+
+Layout = dict[str, list[list]]
+"""``{"observation": [[term, width], ...], "action": [[term, width], ...]}``"""
+
+
+class LayoutError(ValueError):
+    """A checkpoint trained on another observation or action layout than the env's."""
+
+
+def env_layout(env: ManagerBasedRLEnv, group: str = "policy") -> Layout:
+    """The policy group's terms and the action terms of ``env``, in the order the policy sees them."""
+    import math
+
+    obs = env.observation_manager
+    actions = env.action_manager
+    return {
+        "observation": [[n, math.prod(d)] for n, d in zip(obs.active_terms[group], obs.group_obs_term_dim[group])],
+        "action": [[n, d] for n, d in zip(actions.active_terms, actions.action_term_dim)],
+    }
+
+
+def checkpoint_layout(checkpoint: dict) -> Layout:
+    """The layout stored in a checkpoint, or its widths alone (term names ``?``) for a foreign one."""
+    layout = (checkpoint.get("infos") or {}).get("layout")
+    if layout:
+        return layout
+    actor = checkpoint["actor_state_dict"]
+    weights = [k for k in actor if k.startswith("mlp.") and k.endswith(".weight")]
+    first, last = weights[0], max(weights, key=lambda k: int(k.split(".")[1]))
+    return {"observation": [["?", actor[first].shape[1]]], "action": [["?", actor[last].shape[0]]]}
+
+
+def describe(layout: Layout) -> str:
+    def part(terms: list[list]) -> str:
+        total = sum(w for _, w in terms)
+        return f"{total} = " + " + ".join(f"{n} {w}" for n, w in terms) if any(n != "?" for n, _ in terms) else str(total)
+
+    return f"observation {part(layout['observation'])}; action {part(layout['action'])}"
+
+
+def check_layout(path: str | Path, checkpoint: dict, env: ManagerBasedRLEnv) -> None:
+    """Raise :class:`LayoutError` (one line naming both layouts) when the checkpoint does not fit ``env``."""
+    want, have = env_layout(env), checkpoint_layout(checkpoint)
+    named = all(n != "?" for key in have for n, _ in have[key])
+    same = have == want if named else all(
+        sum(w for _, w in have[k]) == sum(w for _, w in want[k]) for k in ("observation", "action")
+    )
+    if not same:
+        raise LayoutError(f"{path}: checkpoint was trained on {describe(have)}; the env has {describe(want)}")
+
+
+def export(source: Path, target: Path) -> Path:
+    """Copy a run's checkpoint (actor, critic and infos only) and the run's cfgs into ``target``."""
+    import torch
+
+    checkpoint = torch.load(source, map_location="cpu", weights_only=False)
+    slim = {k: checkpoint[k] for k in ("actor_state_dict", "critic_state_dict", "iter", "infos") if k in checkpoint}
+    target.mkdir(parents=True, exist_ok=True)
+    torch.save(slim, target / "model.pt")
+    params = source.parent / "params"
+    if params.is_dir():
+        shutil.copytree(params, target / "params", dirs_exist_ok=True)
+    return target / "model.pt"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="model_<it>.pt of a run of l2/rl/train.py")
+    parser.add_argument("--to", type=Path, default=SHIPPED, help="folder to write (default: the shipped policy)")
+    args = parser.parse_args(argv)
+    if not args.checkpoint.is_file():
+        print(f"error: {args.checkpoint}: no such checkpoint", file=sys.stderr)
+        return 2
+    print(f"exported {export(args.checkpoint, args.to)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
