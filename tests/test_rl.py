@@ -32,6 +32,7 @@ LIFT_OBS = {  # the layout every source writes (see test_lift_env.py)
     "target_object_position": (7,),
     "actions": (8,),
 }
+RL_OBS = {**LIFT_OBS, "object_orientation": (4,)}  # the RL policy also sees the cube's yaw (l2/rl/env_cfg.py)
 EE_POS_TOL = 0.03  # m: IK-absolute replay vs. the RL run, worst step (the first steps lag a fast start)
 EE_POS_MEAN_TOL = 0.008  # m: mean over the episode
 
@@ -92,7 +93,7 @@ def test_scripted_expert_lifts_in_joint_space_and_warm_starts_the_actor(warm_sta
     assert int(rounds[0]["expert_episodes"]) == 4 and int(rounds[0]["expert_successes"]) == 4
     state = torch.load(path, weights_only=False, map_location="cpu")
     assert state["infos"]["layout"] == {
-        "observation": [[k, math.prod(v)] for k, v in LIFT_OBS.items()],
+        "observation": [[k, math.prod(v)] for k, v in RL_OBS.items()],
         "action": [["arm_action", 7], ["gripper_action", 1]],
     }
     assert torch.allclose(state["actor_state_dict"]["distribution.std_param"], torch.tensor(0.05))
@@ -105,7 +106,7 @@ def test_ppo_from_the_warm_start_first_fits_the_critic_with_the_actor_frozen(war
     assert all(torch.equal(start[k], after_warmup[k]) for k in start)
     assert not all(torch.equal(start[k], after_ppo[k]) for k in start)
     first = after_ppo["mlp.0.weight"]
-    assert first.shape[1] == sum(math.prod(s) for s in LIFT_OBS.values())  # the state terms, no image
+    assert first.shape[1] == sum(math.prod(s) for s in RL_OBS.values())  # the state terms, no image
     plot = subprocess.run(
         [sys.executable, "-m", "l2.rl.plot", str(checkpoint)], capture_output=True, text=True, timeout=300, cwd=REPO
     )
@@ -133,10 +134,10 @@ def test_rollout_files_validate_and_match_the_scripted_layout(rollout_files):
         demo = f["data/demo_0"]
         T = demo.attrs["num_samples"]
         assert demo.attrs["success"]
-        assert {k: f"data/demo_0/obs/{k}" in f for k in LIFT_OBS} == {k: True for k in LIFT_OBS}
+        assert set(demo["obs"]) == {*RL_OBS, *LIFT_CAMERA_TERMS}  # the scripted layout + the cube's orientation
         for cam in LIFT_CAMERA_TERMS:  # the rollout records the cameras like the other sources
             assert demo[f"obs/{cam}"].shape == (T, 224, 224, 3) and demo[f"obs/{cam}"].dtype == np.uint8
-        for term, shape in LIFT_OBS.items():
+        for term, shape in RL_OBS.items():
             assert demo[f"obs/{term}"].shape == (T, *shape) and demo[f"obs/{term}"].dtype == np.float32
         assert demo["actions"].shape == (T, 8) and demo["actions"].dtype == np.float32
         assert demo["policy_actions"].shape == (T, 8)
@@ -160,9 +161,9 @@ def test_a_checkpoint_of_another_layout_is_refused_in_one_line(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == (
-        f"error: {bad}: checkpoint was trained on observation 39; action 8; the env has observation 36 = joint_pos 9 "
-        "+ joint_vel 9 + object_position 3 + target_object_position 7 + actions 8; action 8 = arm_action 7 + "
-        "gripper_action 1"
+        f"error: {bad}: checkpoint was trained on observation 39; action 8; the env has observation 40 = joint_pos 9 "
+        "+ joint_vel 9 + object_position 3 + target_object_position 7 + actions 8 + object_orientation 4; "
+        "action 8 = arm_action 7 + gripper_action 1"
     ), proc.stderr[-2000:]
     assert not out.exists()
 
@@ -186,8 +187,8 @@ def test_split_observation_equals_the_unconcatenated_terms_bit_exact():
                 separate = manager.compute_group("policy")
             finally:
                 manager._group_obs_concatenate["policy"] = True
-            assert list(split) == list(separate) == list(LIFT_OBS)
-            for name in LIFT_OBS:
+            assert list(split) == list(separate) == list(RL_OBS)
+            for name in RL_OBS:
                 assert torch.equal(split[name], separate[name]), name
 
         env.cfg.observations.policy.concatenate_dim = 0

@@ -31,6 +31,7 @@ gym.register(
     kwargs={
         "env_cfg_entry_point": "l2.rl.env_cfg:RLLiftCubeEnvCfg",
         "rsl_rl_cfg_entry_point": "l2.rl.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
+        "rsl_rl_finetune_cfg_entry_point": "l2.rl.agents.rsl_rl_ppo_cfg:L2LiftCubePPOFinetuneCfg",
     },
     disable_env_checker=True,
 )

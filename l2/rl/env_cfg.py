@@ -1,17 +1,24 @@
 """RL variant of the lift-cube task, for PPO with rsl_rl.
 
-Action space: joint-position targets (7 arm joints, scaled by 0.5 around the default pose) + the
-binary gripper, Isaac Lab's proven PPO recipe for Franka lifting: every action is reachable,
-there is no IK singularity or damping to learn around, and the arm responds within one step. The
-recorded files still hold the IK-absolute ``actions`` of the other sources (see ``recorders.py``).
+Action space: relative joint-position targets for the 7 arm joints (``q + 0.1 a``, ``q`` measured) + the
+binary gripper. Every action is reachable and there is no IK singularity or damping to learn around, as
+with Isaac Lab's absolute joint targets; relative targets make the action a small correction around the
+current pose, which is what a policy cloned from the scripted expert (``l2/rl/pretrain.py``) has to
+predict, instead of the whole pose. The recorded files still hold the IK-absolute ``actions`` of the
+other sources (see ``recorders.py``).
 """
 
+from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import RewardTermCfg as RewTerm
 from isaaclab.utils import configclass
 from isaaclab_tasks.contrib.lift.lift_env_cfg import RewardsCfg
 
 from l2.lift import mdp
-from l2.lift.lift_env_cfg import LiftCubeEnvCfg, LiftCubeTerminationsCfg
+from l2.lift.lift_env_cfg import LiftCubeEnvCfg, LiftCubeTerminationsCfg, ObservationsCfg
+
+
+RELATIVE_JOINT_SCALE = 0.1
+"""rad per unit of the arm action: the joint targets are ``q + 0.1 a`` (``q`` measured, every physics substep)."""
 
 
 @configclass
@@ -23,12 +30,30 @@ class RLRewardsCfg(RewardsCfg):
 
 
 @configclass
+class RLPolicyObsCfg(ObservationsCfg.PolicyCfg):
+    """The base task's state terms plus the cube's orientation: the cube is reset with a random yaw
+    (±45°) and a parallel gripper must close across two faces, so the policy has to see it. The terms
+    are concatenated, as rsl_rl's MLP takes one vector; the recorder splits them back out."""
+
+    object_orientation = ObsTerm(func=mdp.object_orientation_in_robot_root_frame)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.concatenate_terms = True
+
+
+@configclass
+class RLObservationsCfg(ObservationsCfg):
+    policy: RLPolicyObsCfg = RLPolicyObsCfg()
+
+
+@configclass
 class RLLiftCubeEnvCfg(LiftCubeEnvCfg):
+    observations: RLObservationsCfg = RLObservationsCfg()
     rewards: RLRewardsCfg = RLRewardsCfg()
 
     def __post_init__(self):
         super().__post_init__()
-        self.observations.policy.concatenate_terms = True  # rsl_rl's MLP takes one flat vector
-        self.actions.arm_action = mdp.JointPositionActionCfg(
-            asset_name="robot", joint_names=["panda_joint.*"], scale=0.5, use_default_offset=True
+        self.actions.arm_action = mdp.RelativeJointPositionActionCfg(
+            asset_name="robot", joint_names=["panda_joint.*"], scale=RELATIVE_JOINT_SCALE
         )

@@ -1,8 +1,9 @@
 """Warm-start the PPO actor from the scripted expert: behaviour cloning with DAgger, saved as an rsl_rl checkpoint.
 
-Round 0 lets the scripted state machine act (in the RL variant's joint-position action space, see
-``l2/rl/expert.py``); every later round lets the policy trained so far act while the expert labels each
-state it visits (DAgger), so the policy also learns to recover from its own mistakes. After each round
+Round 0 lets the scripted expert act (its targets as a function of the state, in the RL variant's
+joint-position action space: ``l2/rl/expert.py``); every later round lets the policy trained so far act in
+a growing share of the episodes while the expert labels each state visited (DAgger), so the policy also
+learns to recover from its own mistakes. After each round
 the actor is fitted to all labels gathered so far. The checkpoint is a normal rsl_rl one (actor and an
 untrained critic): ``l2/rl/train.py --init`` continues from it with PPO.
 
@@ -33,7 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sim.add_sim_args(parser, num_envs=64, task=DEFAULT_TASK)
     group = parser.add_argument_group("behaviour cloning")
     group.add_argument("--output", required=True, help="checkpoint to write (refused if it exists)")
-    group.add_argument("--rounds", type=int, default=6, help="data rounds: 1 expert + DAgger rounds (default: %(default)s)")
+    group.add_argument("--rounds", type=int, default=8, help="data rounds: 1 expert + DAgger rounds (default: %(default)s)")
     group.add_argument("--steps", type=int, default=250, help="env steps per round (default: %(default)s, one episode)")
     group.add_argument("--epochs", type=int, default=40, help="passes over the data after each round (default: %(default)s)")
     group.add_argument("--batch", type=int, default=2048, help="minibatch size (default: %(default)s)")
@@ -104,7 +105,6 @@ def pretrain(args: argparse.Namespace) -> int:
     from l2.lift.camera_cfg import NO_CAMERAS
     from l2.rl.checkpoint import env_layout
     from l2.rl.expert import JointSpaceExpert
-    from l2.scripted.state_machine import PickAndLiftCfg
 
     output = Path(args.output)
     if output.exists():
@@ -120,10 +120,7 @@ def pretrain(args: argparse.Namespace) -> int:
         vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
         runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
         actor = runner.alg.actor
-        # Without time-outs the expert's phase follows from where the arm is, not from how long it took:
-        # the labels of states the policy reaches late stay the same as the expert's own.
-        expert = JointSpaceExpert(env, PickAndLiftCfg(dt=env.step_dt, rest_time=0.0, approach_timeout=math.inf,
-                                                      descend_timeout=math.inf))
+        expert = JointSpaceExpert(env)
         last_action = _term_columns(env_layout(env)["observation"], "actions")
         obs = vec_env.get_observations()
         expert_acts = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)

@@ -28,13 +28,19 @@ if __package__ in (None, ""):
 from l2 import cli, sim
 
 DEFAULT_TASK = "L2-Lift-Cube-Franka-RL"
+AGENT_ENTRY_POINT = "rsl_rl_cfg_entry_point"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     group = parser.add_argument_group("training")
-    group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's 1500)")
+    group.add_argument(
+        "--agent", default=AGENT_ENTRY_POINT,
+        help="registry key of the rsl_rl cfg: rsl_rl_cfg_entry_point (from scratch) or rsl_rl_finetune_cfg_entry_point "
+        "(from a warm start, no entropy bonus) (default: %(default)s)",
+    )
+    group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's, 1500 from scratch, 120 fine-tuning)")
     start = group.add_mutually_exclusive_group()
     start.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
     start.add_argument(
@@ -50,14 +56,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_agent_cfg(task: str, device: str, seed: int | None):
+def load_agent_cfg(task: str, device: str, seed: int | None, entry_point: str = AGENT_ENTRY_POINT):
     """The task's registered rsl_rl runner cfg, adapted to the installed rsl-rl version."""
     import importlib.metadata
 
     from isaaclab_rl.rsl_rl import handle_deprecated_rsl_rl_cfg
     from isaaclab_tasks.utils import load_cfg_from_registry
 
-    agent_cfg = load_cfg_from_registry(task, "rsl_rl_cfg_entry_point")
+    agent_cfg = load_cfg_from_registry(task, entry_point)
     agent_cfg = handle_deprecated_rsl_rl_cfg(agent_cfg, importlib.metadata.version("rsl-rl-lib"))
     agent_cfg.device = device
     if seed is not None:
@@ -93,7 +99,7 @@ def train(args: argparse.Namespace) -> int:
     # The policy takes no images: render none while training (rollouts record the cameras).
     overrides = [f"presets={NO_CAMERAS}", *args.overrides]
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, overrides)
-    agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
+    agent_cfg = load_agent_cfg(args.task, args.device, args.seed, args.agent)
     if args.max_iterations is not None:
         agent_cfg.max_iterations = args.max_iterations
     run = args.run_name or datetime.now().strftime("%Y-%m-%d_%H-%M-%S")

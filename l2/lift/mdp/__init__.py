@@ -8,5 +8,9 @@ from isaaclab_tasks.contrib.lift.mdp import (  # noqa: F401
     object_position_in_robot_root_frame,
 )
 
-from .observations import ee_position_in_robot_root_frame, object_pose_in_robot_root_frame  # noqa: F401
+from .observations import (  # noqa: F401
+    ee_position_in_robot_root_frame,
+    object_orientation_in_robot_root_frame,
+    object_pose_in_robot_root_frame,
+)
 from .terminations import cube_lifted_and_held  # noqa: F401

@@ -30,3 +30,12 @@ def ee_position_in_robot_root_frame(
 ) -> torch.Tensor:
     """The end-effector point (between the finger pads) in the robot root frame, ``(num_envs, 3)``."""
     return env.scene[ee_frame_cfg.name].data.target_pos_source.torch[:, 0]
+
+
+def object_orientation_in_robot_root_frame(
+    env: ManagerBasedEnv,
+    robot_cfg: SceneEntityCfg = SceneEntityCfg("robot"),
+    object_cfg: SceneEntityCfg = SceneEntityCfg("object"),
+) -> torch.Tensor:
+    """The object's orientation ``(qx, qy, qz, qw)`` in the robot root frame, ``(num_envs, 4)``."""
+    return object_pose_in_robot_root_frame(env, robot_cfg, object_cfg)[:, 3:]
