@@ -33,10 +33,10 @@ from l2.schema import source_from_filename  # noqa: E402
 from l3 import inputs as l3_inputs  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
+from l3.layout import INVALID, META, VALID, Layout  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
 from l3.readers.l2_hdf5 import EpisodeRef, quaternion_notice  # noqa: E402
-from l3.writer import (  # noqa: E402
-    INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, renumber_episode, write_episode)
+from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, renumber_episode, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
 
@@ -363,7 +363,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     summary.episodes, summary.frames = meta.episodes, meta.frames
-    summary.nbytes += sum(p.stat().st_size for p in (output / "meta").iterdir())
+    summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())
     summary.seconds = time.perf_counter() - t0
     return summary
 
