@@ -1,13 +1,16 @@
 """GR00T LeRobot v2.1 writer: one parquet (+ one MP4 per camera) per episode, then meta/.
 
-What is written where is described by :mod:`l3.layout`. Episodes are written
-by :func:`write_episode` (safe to run in worker processes: it touches only its own files) and the
-metadata by :class:`MetaWriter` in the main process, in episode order.
+What is written where is described by :mod:`l3.layout`. :class:`MetaWriter` owns the dataset's
+metadata: it numbers the episodes (episode index, global frame offset, task indices) once, before
+any is written, and writes ``meta/``. Episodes are written under those numbers by
+:func:`write_episode` (safe to run in worker processes: it touches only its own files); the main
+process hands their results to the :class:`MetaWriter` in episode order.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +25,10 @@ from l3.episode import Episode
 from l3.layout import Layout
 from l3.video import encode
 
-@dataclass
+
+@dataclass(frozen=True)
 class EpisodeJob:
-    """Where one episode goes: its final index, global frame offset and task indices."""
+    """Where one episode goes: its index, global frame offset, task indices and task texts."""
 
     index: int
     offset: int
@@ -37,12 +41,9 @@ class EpisodeJob:
 class EpisodeResult:
     """What the main process needs from a written episode (small: no frame data).
 
-    ``stats`` holds the episode's stats of every column that does not depend on its numbering
-    (state, action, timestamp, frame_index, next.*) and of every camera; :class:`MetaWriter` adds
-    the numbered ones (episode_index, index, task and annotation indices) for the final numbers.
+    ``stats`` is the episode's episodes_stats.jsonl entry: every column in order, then every camera.
     """
 
-    index: int
     length: int
     job: EpisodeJob
     success: bool
@@ -166,7 +167,7 @@ def episode_paths(root: Path, layout: Layout, index: int) -> list[Path]:
 
 
 def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> EpisodeResult:
-    """Write one episode's parquet and videos under ``root``; return its stats and metadata.
+    """Write one episode's parquet and videos under ``root`` with ``job``'s numbers; return its stats.
 
     If anything fails (an unreadable camera frame raises InputError while encoding), the files of
     this episode are removed before the exception propagates.
@@ -181,8 +182,10 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
         ds = state.shape[1]
         moments = {lay.STATE: both.columns(0, ds), lay.ACTION: both.columns(ds, None)}
-        stats = {k: st.moments_stats(m) for k, m in moments.items()}
-        stats.update(_fixed_stats(T, fps, ep.success))
+        known = {k: st.moments_stats(m) for k, m in moments.items()}
+        known.update(_fixed_stats(T, fps, ep.success))
+        known.update(numbered_stats(layout, T, job))
+        stats = {c: known[c] for c in layout.columns}
 
         video_frames = 0
         for cam in m.cameras:
@@ -200,30 +203,8 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             p.unlink(missing_ok=True)
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
-    return EpisodeResult(i, T, job, bool(ep.success), fields, stats,
-                         {lay.STATE: state, lay.ACTION: action}, moments, nbytes, video_frames)
-
-
-def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int, success: bool) -> int:
-    """Move an episode written as ``old`` to ``new``'s numbers (only after skipped episodes).
-
-    The parquet is rebuilt from its own state/action values by the code of a direct write (so
-    its bytes are those a direct write gives) and the videos are renamed. Returns the change in
-    bytes on disk.
-    """
-    src = root / layout.data_path(old.index)
-    before = src.stat().st_size
-    t = pq.ParquetFile(src).read(columns=[lay.STATE, lay.ACTION])
-    rows = lambda c: np.asarray(t.column(c).combine_chunks().values).reshape(length, -1)  # noqa: E731
-    table = episode_table(layout, rows(lay.STATE), rows(lay.ACTION), new, success)
-    src.unlink()
-    after = write_table(root / layout.data_path(new.index), layout, table)
-    if new.index != old.index:
-        for cam in layout.mapping.cameras:
-            dst = root / layout.video_path(new.index, cam.key)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            (root / layout.video_path(old.index, cam.key)).replace(dst)
-    return after - before
+    return EpisodeResult(T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments,
+                         nbytes, video_frames)
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False) builds one per call
@@ -233,60 +214,62 @@ def _jsonl_line(obj: dict) -> str:
     return _JSON(obj) + "\n"
 
 
+def number_episodes(layout: Layout, episodes: Sequence[tuple[str, bool, int]]) -> tuple[list[str], list[EpisodeJob]]:
+    """tasks.jsonl and each episode's numbers, for the episodes to write (``(task, success, length)`` each, in
+    order): tasks in order of first use, then "valid" / "invalid" when the validity annotation uses them."""
+    validity = any(kind == "validity" for _, kind in layout.mapping.annotations)
+    tasks = list(dict.fromkeys(task for task, _, _ in episodes))
+    if validity:
+        tasks += [t for t in (lay.VALID, lay.INVALID) if any(ok == (t == lay.VALID) for _, ok, _ in episodes)
+                  and t not in tasks]
+    task_id = {t: k for k, t in enumerate(tasks)}
+    jobs, offset = [], 0
+    for index, (task, ok, length) in enumerate(episodes):
+        label = lay.VALID if ok else lay.INVALID
+        jobs.append(EpisodeJob(index=index, offset=offset, task_index=task_id[task],
+                               validity_index=task_id.get(label, task_id[task]),
+                               tasks=[task, label] if validity else [task]))
+        offset += length
+    return tasks, jobs
+
+
 class MetaWriter:
-    """Streams episodes.jsonl / episodes_stats.jsonl in episode order and writes the rest at the end.
+    """The owner of the dataset's metadata: numbers the episodes, then writes ``meta/``.
+
+    Built with the episodes to write (``(task, success, length)`` each, in order), it fixes their
+    numbers (:attr:`jobs`: episode index, global frame offset, task indices) and the task list
+    before anything is written. :meth:`add` takes each written episode's result in episode order
+    and streams episodes.jsonl / episodes_stats.jsonl; :meth:`finish` writes the rest.
 
     Dataset statistics: moments merged exactly and q01/q99 from streaming histograms
     (:class:`l3.stats.StreamingHistogram`), so no range has to be known before the first episode.
     """
 
-    def __init__(self, root: Path, layout: Layout, tasks: list[str]):
-        self.root, self.layout, self.tasks = root, layout, tasks
+    def __init__(self, root: Path, layout: Layout, episodes: Sequence[tuple[str, bool, int]]):
+        self.root, self.layout = root, layout
+        self.tasks, self.jobs = number_episodes(layout, episodes)
         (root / lay.META).mkdir(parents=True, exist_ok=True)
         self._episodes = open(root / lay.EPISODES_PATH, "w", encoding="utf-8")
         self._ep_stats = open(root / lay.EPISODES_STATS_PATH, "w", encoding="utf-8")
         self.episodes = self.frames = 0
         self.hist = {k: st.StreamingHistogram() for k in layout.float_features}
-        self.jobs: list[EpisodeJob] = []
 
-    def add(self, r: EpisodeResult, job: EpisodeJob) -> None:
-        """Append one written episode under its final numbers ``job`` (in episode order)."""
-        if job.index != self.episodes:
+    def add(self, r: EpisodeResult) -> None:
+        """Append one written episode (the next one in order)."""
+        job = r.job
+        if job != self.jobs[self.episodes]:
             raise ValueError(f"episode {job.index} added out of order (expected {self.episodes})")
         self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
                                           **r.fields}))
-        self._ep_stats.write(self._stats_line(r, job))
+        self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": r.stats}))
         T, fps = r.length, self.layout.fps
         for k in (lay.STATE, lay.ACTION):
             self.hist[k].add(r.floats[k], r.moments[k])
         ts, rw = _frame_columns(T, fps)[1], _reward(T, r.success)
         self.hist[lay.TIMESTAMP].add(ts, _cached(("ts-moments", T, fps), lambda: st.Moments.of(ts)))
         self.hist[lay.REWARD].add(rw, _cached(("rw-moments", T, r.success), lambda: st.Moments.of(rw)))
-        self.jobs.append(job)
         self.episodes += 1
         self.frames += r.length
-
-    def _stats_line(self, r: EpisodeResult, job: EpisodeJob) -> str:
-        """The episodes_stats.jsonl line: every column in order (then cameras), numbered ones for ``job``."""
-        numbered = numbered_stats(self.layout, r.length, job)
-        stats = {c: numbered[c] if c in numbered else r.stats[c] for c in self.layout.columns}
-        stats.update((k, v) for k, v in r.stats.items() if k not in stats)
-        return _jsonl_line({"episode_index": job.index, "stats": stats})
-
-    def retask(self, tasks: list[str], jobs: list[EpisodeJob]) -> None:
-        """Replace the task list and every episode's task indices (after skipped episodes changed
-        which tasks are used); rewrites episodes_stats.jsonl's numbered columns. Call before finish."""
-        self._ep_stats.close()
-        path = self.root / lay.EPISODES_STATS_PATH
-        lines = path.read_text(encoding="utf-8").splitlines()
-        with open(path, "w", encoding="utf-8") as f:
-            for line, job in zip(lines, jobs, strict=True):
-                e = json.loads(line)
-                T = e["stats"]["frame_index"]["count"][0]
-                e["stats"].update(numbered_stats(self.layout, T, job))
-                f.write(_jsonl_line(e))
-        self._ep_stats = open(path, "a", encoding="utf-8")
-        self.tasks, self.jobs = tasks, jobs
 
     def finish(self) -> None:
         """Write info.json, tasks.jsonl, modality.json and stats.json; close the jsonl streams."""

@@ -214,7 +214,7 @@ def _break_nan(path: Path, demo: str) -> None:
 
 @pytest.mark.parametrize("max_episodes", [None, 4])
 def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_episodes):
-    """A bad episode found in the single pass: later episodes move down, same bytes for 1 or 2 workers."""
+    """A bad episode is skipped before anything is numbered: later ones move down, same bytes for 1 or 2 workers."""
     src = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 6, seed=7, camera=True, failed=(5,))
     _break_nan(src, "demo_1")
     outs = {}
