@@ -2,14 +2,14 @@
 
 Scanning (:func:`scan_file`) reads only attributes, so filters and episode numbering are known
 before any array is touched; :func:`read_episode` opens the file again (in a worker process),
-checks the mapped datasets and returns an :class:`l3.episode.Episode` whose camera frames are
-read lazily in chunks.
+reads the episode once through :func:`l2.validate.read_episode_data`, checks it (our checks, then
+every L2 schema rule through :func:`l2.validate.validate_episode`) and returns an
+:class:`l3.episode.Episode` whose camera frames are read lazily in chunks.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -17,18 +17,12 @@ import h5py
 import numpy as np
 
 from l2 import schema
+from l2.validate import read_episode_data, validate_episode
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Mapping
 from l3.readers import common
 from l3.readers.common import H5Frames, OneFileCache, attr_text, check_finite, open_hdf5
-
-try:  # the L2 validator (per-episode schema checks); optional until it lands
-    from l2 import validate as _l2
-    from l2.validate import validate_episode as _l2_validate_episode
-except ImportError:  # pragma: no cover - depends on the other engineer's progress
-    _l2 = _l2_validate_episode = None
-
 
 @dataclass(frozen=True)
 class EpisodeRef:
@@ -184,85 +178,6 @@ MEMORY_TERM_BYTES = 256 * 2**20
 ones (and non-float ones such as camera frames) stay on disk and are read in blocks or chunks."""
 
 
-_FLAT_NAMES: dict[str, list[tuple[str, bytes]]] = {}
-"""The last list of dataset names seen in a group (by path prefix), sorted: episodes of a file
-usually share their layout, and listing a group costs more than opening what it holds."""
-
-
-def _datasets(gid, prefix: str) -> list[tuple[str, object]]:
-    """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, in the
-    order ``l2.validate`` visits them (sorted by name at each level, nested groups included)."""
-    cached = _FLAT_NAMES.get(prefix)
-    if cached is not None and gid.get_num_objs() == len(cached):
-        # the group holds as many links as the cached names: if every cached name opens as a
-        # dataset, its links are exactly those names (link names are unique)
-        try:
-            return [(f"{prefix}{name}", h5py.h5d.open(gid, raw)) for name, raw in cached]
-        except (KeyError, ValueError, TypeError, RuntimeError, OSError):
-            pass
-    out: list[tuple[str, object]] = []
-    flat: list[tuple[str, bytes]] | None = []
-    for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
-        raw = name.encode("utf-8", "surrogateescape")
-        obj = h5py.h5o.open(gid, raw)
-        if isinstance(obj, h5py.h5d.DatasetID):
-            out.append((f"{prefix}{name}", obj))
-            if flat is not None:
-                flat.append((name, raw))
-        else:
-            flat = None
-            if isinstance(obj, h5py.h5g.GroupID):
-                out += _datasets(obj, f"{prefix}{name}/")
-    if flat is not None:
-        _FLAT_NAMES[prefix] = flat
-    return out
-
-
-_MTYPES: dict[np.dtype, object] = {}
-_TYPES: list[tuple[object, np.dtype]] = []
-"""HDF5 types seen, with their numpy dtype: comparing types is much cheaper than converting one."""
-
-
-def _dtype(did) -> np.dtype:
-    t = did.get_type()
-    for tid, dt in _TYPES:
-        if t == tid:
-            return dt
-    dt = t.dtype
-    if len(_TYPES) < 16:
-        _TYPES.append((t, dt))
-    return dt
-
-
-def _load(did) -> np.ndarray | h5py.Dataset:
-    """A float dataset as an array (one H5Dread, no high-level lookups); others as h5py datasets."""
-    dt = _dtype(did)
-    shape = did.shape
-    if dt.kind == "f" and shape and dt.itemsize * math.prod(shape) <= MEMORY_TERM_BYTES:
-        a = np.empty(shape, dtype=dt)
-        if a.size:
-            mtype = _MTYPES.get(dt)
-            if mtype is None:  # building the memory type is most of a small read's cost: once per dtype
-                mtype = _MTYPES[dt] = h5py.h5t.py_create(dt)
-            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a, mtype)
-        return a
-    return h5py.Dataset(did)
-
-
-def _open_kind(gid, name: str, want):
-    """(kind, object): ("missing", None), ("other", None) or (want's kind, the low-level object)."""
-    raw = name.encode()
-    try:
-        return "ok", (h5py.h5d.open if want == "dataset" else h5py.h5g.open)(gid, raw)
-    except (KeyError, ValueError, TypeError, RuntimeError, OSError):
-        pass
-    if not gid.links.exists(raw):
-        return "missing", None
-    obj = h5py.h5o.open(gid, raw)  # raises for a dangling link: reported as unreadable
-    ok = isinstance(obj, h5py.h5d.DatasetID if want == "dataset" else h5py.h5g.GroupID)
-    return ("ok", obj) if ok else ("other", None)
-
-
 def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
                  task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
     """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
@@ -284,20 +199,15 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                 raise InputError(file, ref.group, "missing episode group") from None
             g = h5py.Group(gid)
             T = ref.length
-            # one pass over the episode's datasets: actions and obs/... (what every check needs)
-            loaded: dict[str, np.ndarray | h5py.Dataset] = {}
-            actions_kind, obj = _open_kind(gid, schema.ACTIONS, "dataset")
-            if obj is not None:
-                loaded[schema.ACTIONS] = _load(obj)
-            obs_kind, obj = _open_kind(gid, schema.OBS, "group")
-            if obj is not None:
-                for name, did in _datasets(obj, f"{schema.OBS}/"):
-                    loaded[name] = _load(did)
+            data = read_episode_data(g, MEMORY_TERM_BYTES, g.attrs if ref.attrs is None else dict(ref.attrs))
+            loaded = dict(data.obs)
+            if data.actions is not None:
+                loaded = {schema.ACTIONS: data.actions, **loaded}
             if check:
                 for term, a in loaded.items():  # actions first, then obs/... in name order
                     n = a.shape[0] if a.shape else 0
                     if n != T:
-                        other = "" if term == schema.ACTIONS else f" (actions has {_len(loaded, schema.ACTIONS)})"
+                        other = "" if term == schema.ACTIONS else f" (actions has {_rows(data.actions)})"
                         raise InputError(file, f"{ref.group}/{term}", f"{n} rows but num_samples is {T}{other}")
             arrays: dict[str, np.ndarray] = {}
             for s in (*mapping.state, *mapping.action):
@@ -339,16 +249,8 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                     raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
                                      "in the first episode")
                 cameras[c.key] = H5Frames(partial(open_hdf5, file), file, path, tuple(ds.shape))
-            if check and _l2_validate_episode is not None:
-                if actions_kind != "other" and obs_kind == "ok":  # checked on the arrays already read
-                    terms = [_l2.Term(f"{ref.group}/{k}", v) for k, v in loaded.items() if k != schema.ACTIONS]
-                    act = loaded.get(schema.ACTIONS)
-                    violations = _l2.validate_episode_data(
-                        file, ref.group, g.attrs if ref.attrs is None else dict(ref.attrs),
-                        None if act is None else _l2.Term(f"{ref.group}/{schema.ACTIONS}", act),
-                        terms, action_dim=mapping.action_dim)
-                else:  # layouts only the HDF5 walk describes (actions a group, flat or missing obs)
-                    violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
+            if check:
+                violations = validate_episode(file, data, action_dim=mapping.action_dim)
                 if violations:
                     v = violations[0]
                     raise InputError(v.file, v.path, v.message)
@@ -381,9 +283,8 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                    fields=fields)
 
 
-def _len(loaded: dict, name: str) -> int | str:
-    ds = loaded.get(name)
-    return ds.shape[0] if ds is not None and ds.shape else "no rows"
+def _rows(actions) -> int | str:
+    return actions.shape[0] if actions is not None and actions.shape else "no rows"
 
 
 def recorded_rate(file: str, sim_args: object) -> float | None:
