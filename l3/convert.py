@@ -32,13 +32,12 @@ if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo ro
 
 from tqdm import tqdm  # noqa: E402
 
-from l2.schema import source_from_filename  # noqa: E402
 from l3 import inputs as l3_inputs  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
 from l3.layout import META, Layout  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
-from l3.readers.l2_hdf5 import EpisodeRef, quaternion_notice  # noqa: E402
+from l3.readers.common import EpisodeRef  # noqa: E402
 from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -143,12 +142,13 @@ def parse_source_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
-def source_of(file: str, overrides: list[tuple[str, str]], fmt: str = "l2") -> str | None:
-    """The --source override matching ``file``; else the L2 file name prefix, or None (the reader's tag)."""
+def source_of(file: str, overrides: list[tuple[str, str]], inp: l3_inputs.Input) -> str | None:
+    """The --source override matching ``file``; else what the file name says (L2 prefixes), or None (the
+    reader's tag from the scan)."""
     for name, pattern in overrides:
         if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(os.path.basename(file), pattern):
             return name
-    return source_from_filename(os.path.basename(file)) if fmt == "l2" else None
+    return inp.reader.source_from_name(file)
 
 
 # --------------------------------------------------------------------------- workers
@@ -244,21 +244,22 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     other_sources: dict[str, int] = {}  # source tag -> files left out by --sources
     for file in resolve_inputs(inputs):
         try:
-            fmt = l3_inputs.detect(file, input_format)
+            inp = l3_inputs.Input(file, input_format)
         except InputError as e:
             skip(e, summary.per_source.setdefault("unknown", SourceCount()))
             continue
-        src = source_of(file, overrides, fmt)
-        if wanted is not None and src is not None and src not in wanted:
-            other_sources[src] = other_sources.get(src, 0) + 1
-            continue
-        try:
-            scan = l3_inputs.scan(file, fmt, src)
-        except InputError as e:
-            count = summary.per_source.setdefault(src or fmt, SourceCount())
-            count.files += 1
-            skip(e, count)
-            continue
+        with inp:
+            src = source_of(file, overrides, inp)
+            if wanted is not None and src is not None and src not in wanted:
+                other_sources[src] = other_sources.get(src, 0) + 1
+                continue
+            try:
+                scan = inp.scan(src)
+            except InputError as e:
+                count = summary.per_source.setdefault(src or inp.format, SourceCount())
+                count.files += 1
+                skip(e, count)
+                continue
         if wanted is not None and scan.source not in wanted:
             other_sources[scan.source] = other_sources.get(scan.source, 0) + 1
             continue
@@ -268,8 +269,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             skip(e, count)
         count.episodes += len(scan.refs) + len(scan.errors)
         for ref in scan.refs:
-            score = getattr(ref, "score", False)
-            if min_score is not None and score is not False and (score is None or score < min_score):
+            if min_score is not None and ref.below(min_score):
                 low_score += 1
             elif success_only and not ref.success:
                 count.failed_dropped += 1
@@ -285,9 +285,6 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     for notice in plan.notices:
         summary.notices.append(notice)
         log(notice)
-    for file in dict.fromkeys(r.file for r in candidates if r.legacy):
-        summary.notices.append(quaternion_notice(file, plan.mappings["l2"]))
-        log(summary.notices[-1])
     layout = Layout(plan.layout, plan.camera_shapes)
     state = {"plan": plan, "root": None, "layout": layout}
 
@@ -316,7 +313,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     tmp.mkdir()
     meta = None
     try:
-        meta = MetaWriter(tmp, layout, [(_ep_task(ref, plan.layout), ref.success, ref.length) for ref in episodes])
+        meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
         state["root"] = tmp
         for r in _run(_convert_one, list(zip(episodes, meta.jobs)), workers, state, "converting", progress):
             meta.add(r)
@@ -342,10 +339,6 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())
     summary.seconds = time.perf_counter() - t0
     return summary
-
-
-def _ep_task(ref, mapping: Mapping) -> str:
-    return getattr(ref, "task", None) or mapping.task  # per-episode task (platform exports)
 
 
 def _replace(tmp: Path, output: Path, overwrite: bool) -> None:
@@ -420,14 +413,15 @@ def print_config(args: argparse.Namespace) -> int:
     if args.config:
         m, origin = load_mapping(args.config), args.config
     else:
-        fmt = l3_inputs.detect(files[0], args.input_format)
-        scan = l3_inputs.scan(files[0], fmt, source_of(files[0], parse_source_overrides(args.source), fmt))
+        with l3_inputs.Input(files[0], args.input_format) as inp:
+            scan = inp.scan(source_of(files[0], parse_source_overrides(args.source), inp))
         if not scan.refs:
             raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
-        terms = l3_inputs.describe(scan.refs[0])
-        m, origin = l3_inputs.inferred_mapping(scan.refs[0], terms), f"inferred from {files[0]} ({fmt} format)"
+        ref = scan.refs[0]
+        terms, names = inp.reader.describe(ref)
+        m, origin = inp.reader.infer_mapping(ref, terms), f"inferred from {files[0]} ({inp.format} format)"
         dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
-        m = with_names(m, dims, l3_inputs.source_names(scan.refs[0]))
+        m = with_names(m, dims, names)
     sys.stdout.write(dump_mapping(m, f"L3 mapping ({origin}); edit and pass back with --config FILE"))
     return 0
 

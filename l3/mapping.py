@@ -20,6 +20,11 @@ from l3.errors import ConfigError
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 """Names that become output path components (camera keys): no '/', '\\', spaces, control characters."""
 
+
+def safe_name(name: str) -> bool:
+    """Whether ``name`` is safe as a path component of the output (:data:`SAFE_NAME`, no '..')."""
+    return bool(SAFE_NAME.match(name)) and ".." not in name
+
 ROTATION_WIDTHS = {
     "axis_angle": 3, "quaternion": 4, "rotation_6d": 6, "matrix": 9,
     **{f"euler_angles_{c}": 3 for c in ("rpy", "ryp", "pry", "pyr", "yrp", "ypr")},
@@ -186,7 +191,7 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     if not isinstance(cams, dict):
         raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
     for k in cams:
-        if not SAFE_NAME.match(str(k)) or ".." in str(k):
+        if not safe_name(str(k)):
             raise ConfigError(f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
                               "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')")
     ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
