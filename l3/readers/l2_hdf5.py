@@ -21,8 +21,8 @@ import numpy as np
 from l2 import schema
 from l2.validate import read_episode_data, validate_episode
 from l3.episode import Episode
-from l3.errors import InputError
-from l3.mapping import Mapping, infer_mapping
+from l3.errors import ConfigError, InputError
+from l3.mapping import Camera, Mapping, Slice
 from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, H5Frames, OneFileCache, Terms, attr_text,
                                open_hdf5, read_all_frames, read_float, reading)
 
@@ -187,7 +187,41 @@ class L2Reader:
         return out, {}
 
     def infer_mapping(self, ref: L2Ref, terms: Terms) -> Mapping:
-        return infer_mapping(terms, ref.env_name)
+        """Float (T, d) observation terms become state keys (except the ``obs/actions`` echo of the previous
+        action), (T, H, W, 3) uint8 terms become cameras, and ``actions`` becomes ``action.ee_pose`` +
+        ``action.gripper`` when it has the lift-cube width 8 (IK-absolute pose, scalar-last quaternion) or a
+        single ``action.actions`` key otherwise; robot_type and task from the env name."""
+        action_key = schema.ACTIONS
+        state: list[Slice] = []
+        cameras: list[Camera] = []
+        for path, (shape, dtype) in terms.items():
+            if path == action_key or not path.startswith(schema.OBS + "/"):
+                continue
+            name = path[len(schema.OBS) + 1:]
+            if schema.is_camera_term(shape, dtype):
+                cameras.append(Camera(name.replace("/", "_"), path))
+            elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
+                state.append(Slice(name.replace("/", "_"), path))
+        if action_key not in terms:
+            raise ConfigError(f"cannot infer a mapping: no '{action_key}' dataset in the episode")
+        ashape = terms[action_key][0]
+        if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
+            q = schema.EE_QUAT_SLICE
+            action = (
+                Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
+                      quaternion=(q.start, q.stop)),
+                Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
+            )
+            action_dim = schema.LIFT_ACTION_DIM
+        else:
+            action = (Slice("actions", action_key),)
+            action_dim = None
+        if not state:
+            raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
+        env = ref.env_name or ""
+        robot = "franka_panda" if "franka" in env.lower() else "unknown"
+        return Mapping(robot_type=robot, fps=None, task=env or "unknown task",
+                       state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
 
     def notices(self, refs: Sequence[L2Ref], mapping: Mapping) -> list[str]:
         """One notice per legacy file: how its quaternions are read."""
