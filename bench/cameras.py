@@ -108,6 +108,7 @@ def storage_and_psnr(files: list[Path], work: Path) -> dict:
     import h5py
     import numpy as np
 
+    from l3 import layout
     from l3.convert import convert
     from l3.video import decode, psnr
 
@@ -122,11 +123,11 @@ def storage_and_psnr(files: list[Path], work: Path) -> dict:
     out = work / "gr00t"
     convert([str(p) for p in files], out, config=REPO / "config/lift_cube.yaml", log=lambda m: None)
     scores = []
-    for line in (out / "meta/episodes.jsonl").read_text().splitlines():
+    for line in (out / layout.EPISODES_PATH).read_text().splitlines():
         e = json.loads(line)
         with h5py.File(e["file"]) as f:
             for cam in LIFT_CAMERA_TERMS:
-                video = out / f"videos/chunk-000/observation.images.{cam}/episode_{e['episode_index']:06d}.mp4"
+                video = out / layout.video_path(e["episode_index"], layout.video_key(cam))
                 scores.append(psnr(f[f"data/{e['demo']}/obs/{cam}"][()], np.stack(list(decode(video)))))
     scores = np.concatenate(scores)
     return {"bytes_per_frame": {c: b / max(n, 1) for c, (b, n) in stored.items()},

@@ -188,6 +188,7 @@ def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[st
     """The rules of this campaign for one mutated input; returns (problems, converted)."""
     import l2.validate as l2_validate
     import l3.convert as l3_convert
+    from l3 import layout
     from l3.validate import validate
 
     problems = []
@@ -230,7 +231,7 @@ def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[st
     elif rc != 0:
         problems.append(f"convert --skip-bad exit {rc}: {err.strip().splitlines()[-1:]}")
     else:
-        eps = [json.loads(line) for line in (skip_dir / "meta/episodes.jsonl").read_text().splitlines()]
+        eps = [json.loads(line) for line in (skip_dir / layout.EPISODES_PATH).read_text().splitlines()]
         kept = sum(1 for e in eps if str(good) in str(e.get("file", "")))
         if kept != reader.episodes(good):
             problems.append(f"convert --skip-bad kept {kept} of the good input's {reader.episodes(good)} episodes")

@@ -100,6 +100,11 @@ class FileReport:
 
 
 Report = Callable[[str, str], None]  # (hdf5 path, message)
+Array = np.ndarray | h5py.Dataset
+"""A dataset's values: read into memory, or an h5py dataset read in blocks of rows."""
+
+READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+"""What h5py and numpy raise on unreadable (truncated, corrupt) content; reported, never raised."""
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -119,7 +124,7 @@ def _attr_or_none(obj: h5py.HLObject, key: str) -> object | None:
     """Attribute value, or None when missing or unreadable (for counting; checks report the cause)."""
     try:
         return obj.attrs[key] if key in obj.attrs else None
-    except Exception:
+    except READ_ERRORS:
         return None
 
 
@@ -133,13 +138,13 @@ def _row_blocks(dset: h5py.Dataset) -> Iterator[tuple[int, np.ndarray]]:
         yield start, dset[start : start + step]
 
 
-def _bad_rows(dset: h5py.Dataset, is_bad: Callable[[np.ndarray], np.ndarray]) -> tuple[int, int]:
+def _bad_rows(values: Array, is_bad: Callable[[np.ndarray], np.ndarray]) -> tuple[int, int]:
     """(number of rows flagged by ``is_bad``, first flagged row or -1)."""
-    if isinstance(dset, Term) and isinstance(dset.data, np.ndarray):  # in memory: one block
-        rows = np.flatnonzero(is_bad(dset.data))
+    if isinstance(values, np.ndarray):  # in memory: one block
+        rows = np.flatnonzero(is_bad(values))
         return rows.size, int(rows[0]) if rows.size else -1
     count, first = 0, -1
-    for start, block in _row_blocks(dset):
+    for start, block in _row_blocks(values):
         rows = np.flatnonzero(is_bad(block))
         if rows.size:
             count += rows.size
@@ -160,23 +165,10 @@ def _off_unit_quat(block: np.ndarray) -> np.ndarray:
     return np.abs(norm - 1.0) > QUAT_NORM_TOL
 
 
-def _datasets(group: h5py.Group) -> Iterator[h5py.Dataset]:
-    """All datasets below ``group``, nested groups included, in name order."""
-    for key in sorted(group):
-        item = group.get(key)
-        if isinstance(item, h5py.Group):
-            yield from _datasets(item)
-        elif isinstance(item, h5py.Dataset):
-            yield item
-
-
 def obs_layout(demo: h5py.Group) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{term path below obs/: (row shape, dtype name)}`` of an episode, sorted by path."""
-    obs = demo.get(OBS)
-    if not isinstance(obs, h5py.Group):
-        return {}
-    prefix = len(obs.name) + 1
-    return {d.name[prefix:]: (tuple(d.shape[1:]), d.dtype.name) for d in _datasets(obs)}
+    prefix = len(OBS) + 1
+    return {name[prefix:]: (tuple(d.shape[1:]), d.dtype.name) for name, d in read_episode_data(demo).obs.items()}
 
 
 def describe_obs_layout(layout: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
@@ -186,39 +178,132 @@ def describe_obs_layout(layout: Mapping[str, tuple[tuple[int, ...], str]]) -> st
     return ", ".join(f"{name}[{'x'.join(map(str, shape))}] {dtype}" for name, (shape, dtype) in layout.items())
 
 
-# --------------------------------------------------------------------------------------------- episode
-class Term:
-    """A dataset already read into memory, checked like the h5py dataset it came from.
+# --------------------------------------------------------------------------------------------- reading
+@dataclass
+class EpisodeData:
+    """What the schema rules check in one ``data/demo_<i>`` group (see :func:`read_episode_data`)."""
 
-    ``name`` is its HDF5 path; ``data`` the array (or anything sliceable with shape/ndim/dtype, such
-    as the h5py dataset itself for terms too large to hold in memory).
+    path: str
+    """The group's HDF5 path, e.g. ``/data/demo_0``."""
+    attrs: Mapping[str, object]
+    actions: Array | None
+    """The ``actions`` dataset; None when ``actions_kind`` is not ``"dataset"``."""
+    actions_kind: str
+    """``"dataset"``, ``"missing"`` or ``"other"`` (e.g. a group)."""
+    obs: dict[str, Array]
+    """Every dataset below ``obs/`` by path relative to the episode (``obs/joint_pos``), sorted by name at
+    each level, nested groups included."""
+    obs_kind: str
+    """``"group"``, ``"missing"`` or ``"dataset"`` (one flat dataset)."""
+
+
+def read_episode_data(demo: h5py.Group, load_bytes: int = 0, attrs: Mapping[str, object] | None = None
+                      ) -> EpisodeData:
+    """The parts of one episode group the schema rules check: ``actions`` and every dataset below ``obs/``.
+
+    Float datasets of at most ``load_bytes`` bytes are read whole, in one H5Dread each; the others
+    stay h5py datasets, which the checks read in blocks of rows. ``attrs``: the group's attributes
+    when already read (default: read from the group). The one fast path over h5py's low-level API
+    (L3 reads every episode through it): group listings are reused while episodes share their
+    layout, and HDF5 types are compared instead of converted. Raises :data:`READ_ERRORS` on
+    unreadable content.
     """
-
-    __slots__ = ("name", "data")
-    chunks = None
-
-    def __init__(self, name: str, data: np.ndarray | h5py.Dataset):
-        self.name, self.data = name, data
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.data.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.data.dtype
-
-    def __getitem__(self, key):
-        return self.data[key]
+    gid = demo.id
+    obj = _open(gid, ACTIONS, h5py.h5d)
+    actions = None if not isinstance(obj, h5py.h5d.DatasetID) else _load(obj, load_bytes)
+    actions_kind = "missing" if obj is None else "dataset" if actions is not None else "other"
+    obj = _open(gid, OBS, h5py.h5g)
+    obs: dict[str, Array] = {}
+    if isinstance(obj, h5py.h5g.GroupID):
+        obs = {name: _load(did, load_bytes) for name, did in _datasets(obj, f"{OBS}/")}
+    obs_kind = "missing" if obj is None else "group" if isinstance(obj, h5py.h5g.GroupID) else "dataset"
+    return EpisodeData(demo.name, demo.attrs if attrs is None else attrs, actions, actions_kind, obs, obs_kind)
 
 
-def validate_episode(file: str, demo: h5py.Group, action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
-    """Violations of one ``data/demo_<i>`` group (self-contained: L3 checks each episode with it).
+def _open(gid, name: str, kind):
+    """The object linked as ``name`` below ``gid`` (``kind.open`` first: h5py.h5d or h5py.h5g), None if no link."""
+    raw = name.encode()
+    try:
+        return kind.open(gid, raw)
+    except READ_ERRORS:
+        pass
+    if not gid.links.exists(raw):
+        return None
+    return h5py.h5o.open(gid, raw)  # raises for a dangling link
 
+
+_FLAT_NAMES: dict[str, list[tuple[str, bytes]]] = {}
+"""The last list of dataset names seen in a group (by path prefix), sorted: episodes of a file
+usually share their layout, and listing a group costs more than opening what it holds."""
+
+
+def _datasets(gid, prefix: str) -> list[tuple[str, h5py.h5d.DatasetID]]:
+    """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, sorted by name
+    at each level, nested groups included."""
+    cached = _FLAT_NAMES.get(prefix)
+    if cached is not None and gid.get_num_objs() == len(cached):
+        # the group holds as many links as the cached names: if every cached name opens as a
+        # dataset, its links are exactly those names (link names are unique)
+        try:
+            return [(f"{prefix}{name}", h5py.h5d.open(gid, raw)) for name, raw in cached]
+        except READ_ERRORS:
+            pass
+    out: list[tuple[str, h5py.h5d.DatasetID]] = []
+    flat: list[tuple[str, bytes]] | None = []
+    for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
+        raw = name.encode("utf-8", "surrogateescape")
+        obj = h5py.h5o.open(gid, raw)
+        if isinstance(obj, h5py.h5d.DatasetID):
+            out.append((f"{prefix}{name}", obj))
+            if flat is not None:
+                flat.append((name, raw))
+        else:
+            flat = None
+            if isinstance(obj, h5py.h5g.GroupID):
+                out += _datasets(obj, f"{prefix}{name}/")
+    if flat is not None:
+        _FLAT_NAMES[prefix] = flat
+    return out
+
+
+_MTYPES: dict[np.dtype, object] = {}
+_TYPES: list[tuple[object, np.dtype]] = []
+"""HDF5 types seen, with their numpy dtype: comparing types is much cheaper than converting one."""
+
+
+def _dtype(did) -> np.dtype:
+    t = did.get_type()
+    for tid, dt in _TYPES:
+        if t == tid:
+            return dt
+    dt = t.dtype
+    if len(_TYPES) < 16:
+        _TYPES.append((t, dt))
+    return dt
+
+
+def _load(did, load_bytes: int) -> Array:
+    """A float dataset of at most ``load_bytes`` as an array (one H5Dread, no high-level lookups); others as
+    h5py datasets."""
+    dt = _dtype(did)
+    shape = did.shape
+    if dt.kind == "f" and shape and dt.itemsize * math.prod(shape) <= load_bytes:
+        a = np.empty(shape, dtype=dt)
+        if a.size:
+            mtype = _MTYPES.get(dt)
+            if mtype is None:  # building the memory type is most of a small read's cost: once per dtype
+                mtype = _MTYPES[dt] = h5py.h5t.py_create(dt)
+            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a, mtype)
+        return a
+    return h5py.Dataset(did)
+
+
+# --------------------------------------------------------------------------------------------- episode
+def validate_episode(file: str, episode: h5py.Group | EpisodeData,
+                     action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
+    """Violations of one ``data/demo_<i>`` episode: its group, or what :func:`read_episode_data` read from it.
+
+    The one episode check, self-contained (the CLI and L3's reader check each episode with it).
     ``action_dim=None`` skips the action width and quaternion checks. Other entries Isaac Lab
     writes (``initial_state/``, ``states/``, ``processed_actions``) are not checked.
     """
@@ -228,42 +313,11 @@ def validate_episode(file: str, demo: h5py.Group, action_dim: int | None = LIFT_
     def bad(path: str, message: str) -> None:
         out.append(Violation(file, path, message))
 
+    path = episode.path if isinstance(episode, EpisodeData) else episode.name
     try:
-        _check_episode(demo, action_dim, bad)
-    except Exception as exc:  # corrupt data must be reported, never raised
-        bad(demo.name or "?", f"cannot read episode: {exc}")
-    return out
-
-
-def validate_episode_data(file: str, path: str, attrs: Mapping[str, object], actions: Term | None,
-                          obs_terms: list[Term], action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
-    """The checks of :func:`validate_episode` on an episode whose datasets are already in memory.
-
-    ``path`` is the group path (``/data/demo_<i>``), ``attrs`` its attributes, ``actions`` its
-    ``actions`` dataset (None: missing) and ``obs_terms`` every dataset below ``obs/`` in the order
-    :func:`validate_episode` visits them (sorted by name, nested groups included). Layouts this
-    cannot express (``actions`` a group, ``obs`` missing or a flat dataset) must be checked with
-    :func:`validate_episode`. Gives the same violations as :func:`validate_episode` on that group.
-    """
-    file = os.fspath(file)
-    out: list[Violation] = []
-
-    def bad(p: str, message: str) -> None:
-        out.append(Violation(file, p, message))
-
-    try:
-        length, length_label = _check_attrs(path, attrs, bad)
-        if actions is None:
-            bad(f"{path}/{ACTIONS}", "missing actions dataset")
-        else:
-            _check_actions(actions, length, action_dim, bad)
-            if length is None and actions.ndim >= 1:
-                length, length_label = actions.shape[0], f"len(actions)={actions.shape[0]}"
-        if not obs_terms:
-            bad(f"{path}/{OBS}", "obs group has no terms")
-        for term in obs_terms:
-            _check_obs_term(term, length, length_label, bad)
-    except Exception as exc:  # corrupt data must be reported, never raised
+        data = episode if isinstance(episode, EpisodeData) else read_episode_data(episode)
+        _check_episode(data, action_dim, bad)
+    except READ_ERRORS as exc:  # corrupt data must be reported, never raised
         bad(path or "?", f"cannot read episode: {exc}")
     return out
 
@@ -287,69 +341,65 @@ def _check_attrs(path: str, attrs: Mapping[str, object], bad: Report) -> tuple[i
     return length, length_label
 
 
-def _check_episode(demo: h5py.Group, action_dim: int | None, bad: Report) -> None:
-    path = demo.name
-    length, length_label = _check_attrs(path, demo.attrs, bad)
+def _check_episode(data: EpisodeData, action_dim: int | None, bad: Report) -> None:
+    path = data.path
+    length, length_label = _check_attrs(path, data.attrs, bad)
 
-    actions = demo.get(ACTIONS)
-    if actions is None:
-        bad(f"{path}/{ACTIONS}", "missing actions dataset")
-    elif not isinstance(actions, h5py.Dataset):
-        bad(actions.name, "actions must be a dataset, got a group")
+    if data.actions is None:
+        bad(f"{path}/{ACTIONS}", "missing actions dataset" if data.actions_kind == "missing"
+            else "actions must be a dataset, got a group")
     else:
-        _check_actions(actions, length, action_dim, bad)
-        if length is None and actions.ndim >= 1:  # still check obs lengths against something
-            length, length_label = actions.shape[0], f"len(actions)={actions.shape[0]}"
+        _check_actions(f"{path}/{ACTIONS}", data.actions, length, action_dim, bad)
+        if length is None and data.actions.ndim >= 1:  # still check obs lengths against something
+            length, length_label = data.actions.shape[0], f"len(actions)={data.actions.shape[0]}"
 
-    obs = demo.get(OBS)
-    if obs is None:
+    if data.obs_kind == "missing":
         bad(f"{path}/{OBS}", "missing obs group")
-    elif isinstance(obs, h5py.Dataset):
-        bad(obs.name, MSG_FLAT_OBS)
+    elif data.obs_kind == "dataset":
+        bad(f"{path}/{OBS}", MSG_FLAT_OBS)
     else:
-        terms = list(_datasets(obs))
-        if not terms:
-            bad(obs.name, "obs group has no terms")
-        for term in terms:
-            _check_obs_term(term, length, length_label, bad)
+        if not data.obs:
+            bad(f"{path}/{OBS}", "obs group has no terms")
+        for name, term in data.obs.items():
+            _check_obs_term(f"{path}/{name}", term, length, length_label, bad)
 
 
-def _check_actions(actions: h5py.Dataset, length: int | None, action_dim: int | None, bad: Report) -> None:
+def _check_actions(name: str, actions: Array, length: int | None, action_dim: int | None, bad: Report) -> None:
     if actions.ndim != 2:
-        bad(actions.name, f"actions must be 2-D (T, action_dim), got shape {actions.shape}")
+        bad(name, f"actions must be 2-D (T, action_dim), got shape {actions.shape}")
         return
     rows, width = actions.shape
     if length is not None and rows != length:
-        bad(actions.name, f"actions has {rows} rows but num_samples={length}")
+        bad(name, f"actions has {rows} rows but num_samples={length}")
     if action_dim is not None and width != action_dim:
-        bad(actions.name, f"actions width is {width}; expected action_dim={action_dim}")
+        bad(name, f"actions width is {width}; expected action_dim={action_dim}")
     if not np.issubdtype(actions.dtype, np.floating):
-        bad(actions.name, f"actions dtype is {actions.dtype}; expected float32")
+        bad(name, f"actions dtype is {actions.dtype}; expected float32")
         return
     count, first = _bad_rows(actions, _non_finite)
     if count:
-        bad(actions.name, f"NaN/inf in {count} rows of actions (first at row {first})")
+        bad(name, f"NaN/inf in {count} rows of actions (first at row {first})")
     if action_dim is not None and width == action_dim and action_dim >= EE_QUAT_SLICE.stop:
         count, first = _bad_rows(actions, _off_unit_quat)
         if count:
             norm = float(np.linalg.norm(actions[first, EE_QUAT_SLICE].astype(np.float64)))
             bad(
-                actions.name,
+                name,
                 f"quaternion actions[:, 3:7] is not unit norm (|norm - 1| > {QUAT_NORM_TOL}) in {count} rows "
                 f"(first at row {first}, norm {norm:.6g})",
             )
 
 
-def _check_obs_term(term: h5py.Dataset, length: int | None, length_label: str, bad: Report) -> None:
+def _check_obs_term(name: str, term: Array, length: int | None, length_label: str, bad: Report) -> None:
     if term.ndim == 0:
-        bad(term.name, "obs term is a scalar; expected one row per step (T, ...)")
+        bad(name, "obs term is a scalar; expected one row per step (T, ...)")
         return
     if length is not None and term.shape[0] != length:
-        bad(term.name, f"obs term has {term.shape[0]} rows; expected {length_label}")
+        bad(name, f"obs term has {term.shape[0]} rows; expected {length_label}")
     if np.issubdtype(term.dtype, np.floating):
         count, first = _bad_rows(term, _non_finite)
         if count:
-            bad(term.name, f"NaN/inf in {count} rows of obs term (first at row {first})")
+            bad(name, f"NaN/inf in {count} rows of obs term (first at row {first})")
 
 
 # --------------------------------------------------------------------------------------------- file
@@ -366,13 +416,13 @@ def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_
         return report
     try:
         h5 = h5py.File(file, "r")
-    except Exception as exc:
+    except READ_ERRORS as exc:
         report.violations.append(Violation(file, "/", f"not a readable HDF5 file: {exc}"))
         return report
     try:
         with h5:
             _check_file(h5, report, action_dim, expect_obs)
-    except Exception as exc:  # truncated/corrupt content found while walking the file
+    except READ_ERRORS as exc:  # truncated/corrupt content found while walking the file
         report.violations.append(Violation(file, "/", f"corrupt or unreadable HDF5 content: {exc}"))
     return report
 

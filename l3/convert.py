@@ -1,4 +1,10 @@
-"""Convert L2 HDF5 demonstrations into a GR00T LeRobot v2.1 dataset (wiring and CLI only).
+"""Convert L2 HDF5 demonstrations (and real-robot exports) into a GR00T LeRobot v2.1 dataset: wiring and CLI.
+
+One way through: the readers (:mod:`l3.inputs`) scan the inputs, :class:`l3.writer.MetaWriter` numbers
+the episodes to write, each is read and written once under its numbers (:func:`l3.writer.write_episode`,
+in worker processes), the MetaWriter writes ``meta/``, and :mod:`l3.validate` checks the result before it
+is renamed into place. With ``--skip-bad`` the episodes are read and checked first, so that only good
+ones are numbered.
 
     python l3/convert.py data/demos/*.hdf5 --output outputs/lift_cube
     python -m l3.convert data/demos --output outputs/lift_cube --workers 2 --include-failed
@@ -17,26 +23,22 @@ import os
 import shutil
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from dataclasses import replace as dc_replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from l2.schema import source_from_filename  # noqa: E402
 from l3 import inputs as l3_inputs  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
+from l3.layout import META, Layout  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
-from l3.readers.l2_hdf5 import EpisodeRef, quaternion_notice  # noqa: E402
-from l3.writer import (  # noqa: E402
-    INVALID, VALID, EpisodeJob, EpisodeResult, Layout, MetaWriter, renumber_episode, write_episode)
+from l3.readers.common import EpisodeRef  # noqa: E402
+from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
 
@@ -140,12 +142,13 @@ def parse_source_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
-def source_of(file: str, overrides: list[tuple[str, str]], fmt: str = "l2") -> str | None:
-    """The --source override matching ``file``; else the L2 file name prefix, or None (the reader's tag)."""
+def source_of(file: str, overrides: list[tuple[str, str]], inp: l3_inputs.Input) -> str | None:
+    """The --source override matching ``file``; else what the file name says (L2 prefixes), or None (the
+    reader's tag from the scan)."""
     for name, pattern in overrides:
         if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(os.path.basename(file), pattern):
             return name
-    return source_from_filename(os.path.basename(file)) if fmt == "l2" else None
+    return inp.reader.source_from_name(file)
 
 
 # --------------------------------------------------------------------------- workers
@@ -158,25 +161,20 @@ def _init_worker(state: dict) -> None:
     _W.update(state)
 
 
-def _read_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, object]:
-    ref, job = item
+def _check_one(ref: EpisodeRef) -> tuple[EpisodeRef, InputError | None]:
+    """Read and check one episode, every camera frame included (the --skip-bad pass); write nothing."""
     try:
-        return ref, None, l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0] if job.tasks else "")
+        l3_inputs.read_episode(ref, _W["plan"], check_frames=True)
     except InputError as e:
-        return ref, e, None
+        return ref, e
+    return ref, None
 
 
-def _write_one(ref: EpisodeRef, job: EpisodeJob, ep) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
-    try:
-        return ref, None, write_episode(_W["root"], _W["layout"], ep, job)
-    except InputError as e:  # e.g. an unreadable camera frame met while encoding (its files are removed)
-        return ref, e, None
-
-
-def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> tuple[EpisodeRef, InputError | None, EpisodeResult | None]:
-    """Read, check and write one episode in one go (its files are removed again if it is bad)."""
-    ref, err, ep = _read_one(item)
-    return (ref, err, None) if err is not None else _write_one(ref, item[1], ep)
+def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
+    """Read, check and write one episode under its job's numbers (its files are removed again if it is bad)."""
+    ref, job = item
+    ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0])
+    return write_episode(_W["root"], _W["layout"], ep, job)
 
 
 def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool) -> Iterator:
@@ -217,6 +215,8 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
 
     Each input's format is detected from its structure (``input_format`` forces one, see
     :mod:`l3.inputs`); ``min_score`` drops episodes whose score (platform exports) is below it.
+    With ``skip_bad`` every candidate is read and checked first (frames included), so that the
+    episodes written are numbered once, without the bad ones.
 
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
@@ -232,47 +232,44 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     wanted = set(sources) if sources else None
     summary = Summary(output=output)
 
-    # 1. scan attributes, filter, number the candidates
+    def skip(e: InputError, count: SourceCount) -> None:
+        if not skip_bad:
+            raise e
+        summary.skipped.append(str(e))
+        count.bad += 1
+
+    # 1. scan attributes (readers) and filter
     candidates: list[EpisodeRef] = []
     low_score = 0
     other_sources: dict[str, int] = {}  # source tag -> files left out by --sources
     for file in resolve_inputs(inputs):
         try:
-            fmt = l3_inputs.detect(file, input_format)
+            inp = l3_inputs.Input(file, input_format)
         except InputError as e:
-            if not skip_bad:
-                raise
-            summary.skipped.append(str(e))
-            summary.per_source.setdefault("unknown", SourceCount()).bad += 1
+            skip(e, summary.per_source.setdefault("unknown", SourceCount()))
             continue
-        src = source_of(file, overrides, fmt)
-        if wanted is not None and src is not None and src not in wanted:
-            other_sources[src] = other_sources.get(src, 0) + 1
-            continue
-        try:
-            scan = l3_inputs.scan(file, fmt, src)
-        except InputError as e:
-            if not skip_bad:
-                raise
-            summary.skipped.append(str(e))
-            count = summary.per_source.setdefault(src or fmt, SourceCount())
-            count.files += 1
-            count.bad += 1
-            continue
+        with inp:
+            src = source_of(file, overrides, inp)
+            if wanted is not None and src is not None and src not in wanted:
+                other_sources[src] = other_sources.get(src, 0) + 1
+                continue
+            try:
+                scan = inp.scan(src)
+            except InputError as e:
+                count = summary.per_source.setdefault(src or inp.format, SourceCount())
+                count.files += 1
+                skip(e, count)
+                continue
         if wanted is not None and scan.source not in wanted:
             other_sources[scan.source] = other_sources.get(scan.source, 0) + 1
             continue
         count = summary.per_source.setdefault(scan.source, SourceCount())
         count.files += 1
         for e in scan.errors:
-            if not skip_bad:
-                raise e
-            summary.skipped.append(str(e))
-            count.bad += 1
+            skip(e, count)
         count.episodes += len(scan.refs) + len(scan.errors)
         for ref in scan.refs:
-            score = getattr(ref, "score", False)
-            if min_score is not None and score is not False and (score is None or score < min_score):
+            if min_score is not None and ref.below(min_score):
                 low_score += 1
             elif success_only and not ref.success:
                 count.failed_dropped += 1
@@ -285,72 +282,48 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
 
     # 2. mapping per input format (from the first candidate of each), reconciled into one layout
     plan = l3_inputs.plan(candidates, config)
-    mapping = plan.layout
     for notice in plan.notices:
         summary.notices.append(notice)
         log(notice)
-    for file in dict.fromkeys(r.file for r in candidates if r.legacy):
-        summary.notices.append(quaternion_notice(file, plan.mappings["l2"]))
-        log(summary.notices[-1])
+    layout = Layout(plan.layout, plan.camera_shapes)
+    state = {"plan": plan, "root": None, "layout": layout}
 
-    # 3. number from the scan: the final numbers unless an episode turns out bad (--skip-bad)
-    layout = Layout(mapping, plan.camera_shapes)
-    expected = candidates if max_episodes is None else candidates[:max_episodes]
-    tasks = _tasks_for(expected, mapping)
-    tasks += [t for t in _tasks_for(candidates, mapping) if t not in tasks]  # used only past --max-episodes
-    task_id = {t: k for k, t in enumerate(tasks)}
-    jobs, offset = [], 0
-    for p, ref in enumerate(candidates):
-        jobs.append((ref, _job(ref, p, offset, task_id, mapping)))
-        offset += ref.length
+    # 3. the episodes to write: the first candidates, or with --skip-bad the first good ones
+    if skip_bad:
+        episodes: list[EpisodeRef] = []
+        pending = candidates
+        while pending and (max_episodes is None or len(episodes) < max_episodes):
+            take = pending if max_episodes is None else pending[: max_episodes - len(episodes)]
+            pending = pending[len(take):]
+            for ref, err in _run(_check_one, take, workers, state, "checking", progress):
+                if err is None:
+                    episodes.append(ref)
+                else:
+                    skip(err, summary.per_source[ref.source])
+        if not episodes:
+            raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
+    else:
+        episodes = candidates if max_episodes is None else candidates[:max_episodes]
 
-    # 4. one pass into a temporary folder beside the target: each episode is read, checked and
-    #    written once, in order; then validate and rename into place
+    # 4. into a temporary folder beside the target: number the episodes, write each one once (in
+    #    parallel, in order), meta/; then validate and rename into place
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     meta = None
     try:
-        meta = MetaWriter(tmp, layout, tasks)
-        state = {"plan": plan, "root": tmp, "layout": layout}
-        kept: list[tuple[EpisodeRef, int, bool]] = []
-        pending, offset = jobs, 0
-        while pending and (max_episodes is None or len(kept) < max_episodes):
-            take = pending if max_episodes is None else pending[: max_episodes - len(kept)]
-            pending = pending[len(take):]
-            for ref, err, r in _run(_convert_one, take, workers, state, "converting", progress):
-                if err is not None:
-                    if not skip_bad:
-                        raise err
-                    summary.skipped.append(str(err))
-                    summary.per_source[ref.source].bad += 1
-                    continue
-                job = dc_replace(r.job, index=len(kept), offset=offset)
-                if job != r.job:  # an earlier episode was skipped: move this one down
-                    summary.nbytes += renumber_episode(tmp, layout, r.job, job, r.length, r.success)
-                meta.add(r, job)
-                kept.append((ref, r.length, r.success))
-                offset += r.length
-                c = summary.per_source[r.fields["source"]]
-                c.kept += 1
-                c.frames += r.length
-                if not r.success:
-                    c.failed_kept += 1
-                summary.nbytes += r.nbytes
-                summary.video_frames += r.video_frames
-        if not kept:
-            raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
-        # the tasks actually used differ from the expected ones only when episodes were skipped
-        final_tasks = _tasks_for([ref for ref, _, _ in kept], mapping)
-        if final_tasks != tasks:
-            final_id = {t: k for k, t in enumerate(final_tasks)}
-            new_jobs = [dc_replace(j, task_index=final_id[j.tasks[0]],
-                                   validity_index=final_id[j.tasks[-1]]) for j in meta.jobs]
-            for (ref, length, success), old, new in zip(kept, meta.jobs, new_jobs, strict=True):
-                if new != old:
-                    summary.nbytes += renumber_episode(tmp, layout, old, new, length, success)
-            meta.retask(final_tasks, new_jobs)
+        meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
+        state["root"] = tmp
+        for r in _run(_convert_one, list(zip(episodes, meta.jobs)), workers, state, "converting", progress):
+            meta.add(r)
+            c = summary.per_source[r.fields["source"]]
+            c.kept += 1
+            c.frames += r.length
+            if not r.success:
+                c.failed_kept += 1
+            summary.nbytes += r.nbytes
+            summary.video_frames += r.video_frames
         meta.finish()
         violations = l3_validate.validate(tmp, deep=False)
         if violations:
@@ -363,29 +336,9 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     summary.episodes, summary.frames = meta.episodes, meta.frames
-    summary.nbytes += sum(p.stat().st_size for p in (output / "meta").iterdir())
+    summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())
     summary.seconds = time.perf_counter() - t0
     return summary
-
-
-def _tasks_for(refs: list, mapping: Mapping) -> list[str]:
-    """tasks.jsonl for these episodes: their tasks in order of first use, then "valid" / "invalid" when used."""
-    tasks = list(dict.fromkeys(_ep_task(r, mapping) for r in refs))
-    if any(kind == "validity" for _, kind in mapping.annotations):
-        tasks += [t for t in (VALID, INVALID) if any(r.success == (t == VALID) for r in refs) and t not in tasks]
-    return tasks
-
-
-def _ep_task(ref, mapping: Mapping) -> str:
-    return getattr(ref, "task", None) or mapping.task  # per-episode task (platform exports)
-
-
-def _job(ref, index: int, offset: int, task_id: dict[str, int], mapping: Mapping) -> EpisodeJob:
-    validity = any(kind == "validity" for _, kind in mapping.annotations)
-    label, task = VALID if ref.success else INVALID, _ep_task(ref, mapping)
-    return EpisodeJob(index=index, offset=offset, task_index=task_id[task],
-                      validity_index=task_id.get(label, task_id[task]),
-                      tasks=[task, label] if validity else [task])
 
 
 def _replace(tmp: Path, output: Path, overwrite: bool) -> None:
@@ -460,14 +413,15 @@ def print_config(args: argparse.Namespace) -> int:
     if args.config:
         m, origin = load_mapping(args.config), args.config
     else:
-        fmt = l3_inputs.detect(files[0], args.input_format)
-        scan = l3_inputs.scan(files[0], fmt, source_of(files[0], parse_source_overrides(args.source), fmt))
+        with l3_inputs.Input(files[0], args.input_format) as inp:
+            scan = inp.scan(source_of(files[0], parse_source_overrides(args.source), inp))
         if not scan.refs:
             raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
-        terms = l3_inputs.describe(scan.refs[0])
-        m, origin = l3_inputs.inferred_mapping(scan.refs[0], terms), f"inferred from {files[0]} ({fmt} format)"
+        ref = scan.refs[0]
+        terms, names = inp.reader.describe(ref)
+        m, origin = inp.reader.infer_mapping(ref, terms), f"inferred from {files[0]} ({inp.format} format)"
         dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
-        m = with_names(m, dims, l3_inputs.source_names(scan.refs[0]))
+        m = with_names(m, dims, names)
     sys.stdout.write(dump_mapping(m, f"L3 mapping ({origin}); edit and pass back with --config FILE"))
     return 0
 

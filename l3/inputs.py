@@ -1,6 +1,7 @@
 """Input formats: detect each input's layout, dispatch to its reader, one mapping per format.
 
-Formats (one reader each in ``l3/readers/``, all yielding :class:`l3.episode.Episode`):
+Formats (one reader each in ``l3/readers/``, each a :class:`l3.readers.common.Reader` yielding
+:class:`l3.episode.Episode` objects):
 
 - ``l2``: L2 HDF5 demos (``/data/demo_<i>``), ``l3.readers.l2_hdf5``;
 - ``platform``: the data platform's export (``chunk_NNN.hdf5`` with ``/data/episode_NNN``, or
@@ -10,83 +11,86 @@ Formats (one reader each in ``l3/readers/``, all yielding :class:`l3.episode.Epi
 
 A conversion may mix formats. Each format gets its own mapping (the config's ``inputs.<format>``
 section, else its top level, else one inferred from the format's first episode); :func:`plan`
-reconciles them into the one dataset layout or refuses with a message naming both inputs.
+reconciles them into the one dataset layout or refuses with a message naming both inputs. Each
+input file is opened once to detect its format and scan it (:class:`Input`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import h5py
 import numpy as np
 
-from l2.schema import source_from_filename
 from l3.episode import Episode
 from l3.errors import ConfigError, InputError
-from l3.mapping import Mapping, infer_mapping, load_mapping, reconcile, resolve_fps, with_names
+from l3.mapping import Mapping, load_mapping, reconcile, resolve_fps, with_names
 from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
-from l3.readers.common import open_hdf5
+from l3.readers.common import EpisodeRef, FileScan, Reader, open_hdf5, reading
 
-FORMATS = ("l2", "platform", "aloha")
-_READERS = {"l2": l2_hdf5, "platform": platform_hdf5, "aloha": aloha_hdf5}
+READERS: dict[str, Reader] = {r.format: r for r in (l2_hdf5.READER, platform_hdf5.READER, aloha_hdf5.READER)}
+FORMATS = tuple(READERS)
+DETECT_ORDER = (platform_hdf5.READER, aloha_hdf5.READER, l2_hdf5.READER)
+"""The L2 reader claims any file with /data, so it is asked last."""
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 
 
-def detect(file: str, forced: str | None = None) -> str:
-    """The input format of ``file`` from its structure (``forced`` wins when given)."""
-    if forced is not None:
-        if forced not in FORMATS:
-            raise ConfigError(f"unknown input format {forced!r} (one of {', '.join(FORMATS)})")
-        return forced
-    if file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file):
-        return "platform"
-    with open_hdf5(file) as f:
-        try:
-            if platform_hdf5.is_platform(f):
-                return "platform"
-            if aloha_hdf5.is_aloha(f):
-                return "aloha"
-            if "data" in f or "episodes" in f:
-                return "l2"  # the L2 reader explains what is wrong with it, if anything
+class Input:
+    """One input file, opened once: its reader (detected from its structure, or forced) and its scan.
+
+    Use as a context manager (closes the file).
+    """
+
+    def __init__(self, file: str, forced: str | None = None):
+        self.file, self._h5 = file, None
+        if forced is not None:
+            if forced not in READERS:
+                raise ConfigError(f"unknown input format {forced!r} (one of {', '.join(FORMATS)})")
+            self.reader = READERS[forced]
+        elif file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file):
+            self.reader = platform_hdf5.READER
+        else:
+            self._h5 = open_hdf5(file)
+            try:
+                self.reader = self._detect(self._h5)
+            except BaseException:
+                self.close()
+                raise
+
+    def _detect(self, f: h5py.File) -> Reader:
+        with reading(self.file, "/", "cannot read the HDF5 structure, truncated or corrupt?"):
+            for reader in DETECT_ORDER:
+                if reader.detect(f):
+                    return reader
             top = sorted(f.keys())[:8]
-        except (OSError, RuntimeError, KeyError, ValueError) as e:
-            raise InputError(file, "/", f"cannot read the HDF5 structure, truncated or corrupt? ({e})") from None
-    raise InputError(file, "/", f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 demos), "
-                     "/data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
-                     "--format forces one")
+        raise InputError(self.file, "/", f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 "
+                         "demos), /data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
+                         "--format forces one")
 
+    @property
+    def format(self) -> str:
+        return self.reader.format
 
-def format_of(ref) -> str:
-    return getattr(ref, "format", "l2")
+    def scan(self, source: str | None) -> FileScan:
+        """The input's episodes (``.refs`` in order, ``.errors``, ``.source``); ``source`` None: the reader's tag."""
+        return self.reader.scan(self.file, source, self._h5)
 
+    def close(self) -> None:
+        if self._h5 is not None:
+            self._h5.close()
+            self._h5 = None
 
-def scan(file: str, fmt: str, source: str | None):
-    """Episodes of one input (``.refs`` in order, ``.errors``, ``.source``); ``source`` None: the reader's tag."""
-    if fmt == "l2":
-        return l2_hdf5.scan_file(file, source or source_from_filename(os.path.basename(file)))
-    return _READERS[fmt].scan_file(file, source)
+    def __enter__(self) -> Input:
+        return self
 
-
-def describe(ref) -> dict[str, tuple[tuple[int, ...], str]]:
-    return _READERS[format_of(ref)].describe(ref)
-
-
-def source_names(ref) -> dict[str, list[str]]:
-    """Per-column names of the datasets, from the input itself (platform ``/meta``)."""
-    return platform_hdf5.source_names(ref) if format_of(ref) == "platform" else {}
-
-
-def inferred_mapping(ref, terms: dict) -> Mapping:
-    fmt = format_of(ref)
-    if fmt == "l2":
-        return infer_mapping(terms, ref.env_name)
-    return _READERS[fmt].infer_mapping(terms, ref)
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def close_cached() -> None:
-    for r in _READERS.values():
-        r.close_cached()
+    for r in READERS.values():
+        r.close()
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ class Plan:
     dims: dict[str, dict[str, tuple[int, ...]]]
     camera_shapes: dict[str, tuple[int, int]]
     notices: tuple[str, ...] = ()
-    """What the user should know about the plan (e.g. inputs relabelled to the config's fps)."""
+    """What the user should know about the plan (e.g. inputs relabelled to the config's fps, legacy quaternions)."""
 
     def read_mapping(self, fmt: str) -> Mapping:
         """The format's mapping without its ``zeros`` padding keys (what the reader reads)."""
@@ -107,27 +111,18 @@ class Plan:
                        action=tuple(s for s in m.action if s.zeros is None))
 
 
-def rate_of(ref) -> float | None:
-    """The rate an episode's input says it was recorded at (Hz), or None."""
-    fmt = format_of(ref)
-    if fmt == "l2":
-        return ref.rate
-    return platform_hdf5.FPS if fmt == "platform" else None
-
-
-def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
+def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> Plan:
     """Mappings per format (from ``config`` or inferred from each format's first episode), reconciled."""
-    firsts: dict[str, object] = {}
+    firsts: dict[str, EpisodeRef] = {}
     for r in candidates:
-        firsts.setdefault(format_of(r), r)
+        firsts.setdefault(r.format, r)
     base = config if isinstance(config, Mapping) or config is None else load_mapping(config)
     mappings, dims, origins = {}, {}, {}
     for fmt, ref in firsts.items():
-        try:
-            terms = describe(ref)
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise InputError(ref.file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
-        m = base.for_format(fmt) if base is not None else inferred_mapping(ref, terms)
+        reader = READERS[fmt]
+        with reading(ref.file, ref.group):
+            terms, names = reader.describe(ref)
+        m = base.for_format(fmt) if base is not None else reader.infer_mapping(ref, terms)
         for p in m.sources():
             if p not in terms:
                 if base is not None and len(firsts) > 1 and fmt not in dict(base.inputs):
@@ -140,13 +135,15 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
                 raise InputError(ref.file, f"{ref.group}/{p}", "missing mapped term")
         d = {p: tuple(terms[p][0][1:]) for p in m.sources()}
         try:
-            m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, source_names(ref))
+            m = with_names(m, {p: (s[0] if s else 0) for p, s in d.items()}, names)
         except ConfigError as e:  # the mapping does not fit this input's arrays: name the input
             raise InputError(ref.file, ref.group, f"does not fit the mapping: {e}") from None
         mappings[fmt], dims[fmt], origins[fmt] = m, d, ref.file
     layout = reconcile(mappings, origins)
-    rates = {r.file: rate for r in candidates if (rate := rate_of(r)) is not None}
+    rates = {r.file: r.rate for r in candidates if r.rate is not None}
     fps, notices = resolve_fps(layout.fps, rates)
+    for fmt, m in mappings.items():
+        notices += READERS[fmt].notices([r for r in candidates if r.format == fmt], m)
     layout = replace(layout, fps=fps)
     if "platform" in mappings and layout.fps != platform_hdf5.FPS:
         raise ConfigError(f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
@@ -171,16 +168,14 @@ def plan(candidates: list, config: str | Path | Mapping | None) -> Plan:
     return Plan(layout, mappings, dims, cams, tuple(notices))
 
 
-def read_episode(ref, p: Plan, task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+def read_episode(ref: EpisodeRef, p: Plan, task: str | None = None, check: bool = True,
+                 check_frames: bool = False) -> Episode:
     """Read one episode with its format's reader and mapping; ``zeros`` keys are filled with 0.0."""
-    fmt = format_of(ref)
-    m = p.mappings[fmt]
-    ep = _READERS[fmt].read_episode(ref, p.read_mapping(fmt), p.dims[fmt], task=task, check=check,
-                                    check_frames=check_frames)
+    m = p.mappings[ref.format]
+    ep = READERS[ref.format].read(ref, p.read_mapping(ref.format), p.dims[ref.format], task=task, check=check,
+                                  check_frames=check_frames)
     if any(s.zeros is not None for s in (*m.state, *m.action)):
         pad = lambda s, got: got[s.key] if s.zeros is None else np.zeros((ep.length, s.zeros), np.float32)  # noqa: E731
         ep.state = {s.key: pad(s, ep.state) for s in m.state}
         ep.action = {s.key: pad(s, ep.action) for s in m.action}
-    if fmt != "l2":
-        ep.fields.setdefault("format", fmt)
     return ep

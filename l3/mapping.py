@@ -1,4 +1,6 @@
-"""Mapping from input arrays to GR00T modalities: load from YAML, infer from a file, print.
+"""Mapping from input arrays to GR00T modalities: load from YAML, fill in names, reconcile, print.
+
+Each reader infers its format's default mapping (``Reader.infer_mapping`` in ``l3/readers/``).
 
 A mapping says which dataset (relative to an episode group, e.g. ``obs/joint_pos`` or ``actions``)
 and which column slice becomes each ``state.<key>`` / ``action.<key>``, which terms are cameras,
@@ -19,6 +21,11 @@ from l3.errors import ConfigError
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 """Names that become output path components (camera keys): no '/', '\\', spaces, control characters."""
+
+
+def safe_name(name: str) -> bool:
+    """Whether ``name`` is safe as a path component of the output (:data:`SAFE_NAME`, no '..')."""
+    return bool(SAFE_NAME.match(name)) and ".." not in name
 
 ROTATION_WIDTHS = {
     "axis_angle": 3, "quaternion": 4, "rotation_6d": 6, "matrix": 9,
@@ -186,7 +193,7 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     if not isinstance(cams, dict):
         raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
     for k in cams:
-        if not SAFE_NAME.match(str(k)) or ".." in str(k):
+        if not safe_name(str(k)):
             raise ConfigError(f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
                               "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')")
     ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
@@ -277,53 +284,6 @@ def dump_mapping(m: Mapping, header: str = "") -> str:
     text = yaml.safe_dump(mapping_to_dict(m), sort_keys=False, default_flow_style=None, width=100)
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     return "\n".join(lines + [text.rstrip("\n")]) + "\n"
-
-
-# --------------------------------------------------------------------------- infer
-
-
-def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], env_name: str | None = None,
-                  action_key: str = "actions") -> Mapping:
-    """Default mapping from the datasets of one episode.
-
-    ``terms`` maps dataset paths (relative to the episode group, e.g. ``obs/joint_pos``) to
-    (shape, numpy dtype name). Float (T, d) observation terms become state keys (except the
-    ``obs/actions`` echo of the previous action), (T, H, W, 3) uint8 terms become cameras, and
-    ``actions`` becomes ``action.ee_pose`` + ``action.gripper`` when it has the lift-cube width 8
-    (IK-absolute pose, scalar-last quaternion) or a single ``action.actions`` key otherwise.
-    """
-    from l2 import schema  # the lift-cube action layout is part of the L2 schema
-
-    state: list[Slice] = []
-    cameras: list[Camera] = []
-    for path, (shape, dtype) in terms.items():
-        if path == action_key or not path.startswith(schema.OBS + "/"):
-            continue
-        name = path[len(schema.OBS) + 1:]
-        if schema.is_camera_term(shape, dtype):
-            cameras.append(Camera(name.replace("/", "_"), path))
-        elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
-            state.append(Slice(name.replace("/", "_"), path))
-    if action_key not in terms:
-        raise ConfigError(f"cannot infer a mapping: no '{action_key}' dataset in the episode")
-    ashape = terms[action_key][0]
-    if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
-        q = schema.EE_QUAT_SLICE
-        action = (
-            Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
-                  quaternion=(q.start, q.stop)),
-            Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
-        )
-        action_dim = schema.LIFT_ACTION_DIM
-    else:
-        action = (Slice("actions", action_key),)
-        action_dim = None
-    if not state:
-        raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
-    env = env_name or ""
-    robot = "franka_panda" if "franka" in env.lower() else "unknown"
-    return Mapping(robot_type=robot, fps=None, task=env or "unknown task",
-                   state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
 
 
 def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[str]] | None = None) -> Mapping:

@@ -1,4 +1,4 @@
-"""Check a GR00T LeRobot v2.1 folder against the output spec: the things a loader trips on.
+"""Check a GR00T LeRobot v2.1 folder against its layout (:mod:`l3.layout`): the things a loader trips on.
 
     python -m l3.validate DIR        # prints one violation per line; exit 1 if any, 0 if none
     python -m l3.validate --fast DIR # parquet footers only (what the converter runs on its output)
@@ -32,12 +32,8 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from l3 import layout  # noqa: E402
 from l3.mapping import ROTATION_WIDTHS  # noqa: E402
-
-STATS_KEYS = ("mean", "std", "min", "max", "q01", "q99")
-INFO_KEYS = ("codebase_version", "robot_type", "fps", "chunks_size", "total_episodes", "total_frames",
-             "total_tasks", "total_videos", "total_chunks", "splits", "data_path", "video_path", "features")
-INDEX_COLUMNS = ("frame_index", "episode_index", "index", "task_index")
 
 
 @dataclass(frozen=True)
@@ -99,20 +95,20 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
     c = _Checker(Path(root))
     if not c.root.is_dir():
         return [Violation(str(root), "not a directory")]
-    info = c.json("meta/info.json")
-    episodes = c.jsonl("meta/episodes.jsonl")
-    tasks = c.jsonl("meta/tasks.jsonl")
-    modality = c.json("meta/modality.json")
-    stats = c.json("meta/stats.json")
-    ep_stats = c.jsonl("meta/episodes_stats.jsonl")
+    info = c.json(layout.INFO_PATH)
+    episodes = c.jsonl(layout.EPISODES_PATH)
+    tasks = c.jsonl(layout.TASKS_PATH)
+    modality = c.json(layout.MODALITY_PATH)
+    stats = c.json(layout.STATS_PATH)
+    ep_stats = c.jsonl(layout.EPISODES_STATS_PATH)
     if info is None or episodes is None or tasks is None:
         return c.out
-    missing = [k for k in INFO_KEYS if k not in info]
+    missing = [k for k in layout.INFO_KEYS if k not in info]
     if missing:
-        c.bad("meta/info.json", f"missing keys {missing}")
+        c.bad(layout.INFO_PATH, f"missing keys {missing}")
         return c.out
-    if info["codebase_version"] != "v2.1":
-        c.bad("meta/info.json", f"codebase_version is {info['codebase_version']!r}, expected 'v2.1'")
+    if info["codebase_version"] != layout.CODEBASE_VERSION:
+        c.bad(layout.INFO_PATH, f"codebase_version is {info['codebase_version']!r}, expected {layout.CODEBASE_VERSION!r}")
     features: dict = info["features"]
     fps = info["fps"]
     n = len(episodes)
@@ -120,18 +116,18 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
     task_ids = set()
     for k, t in enumerate(tasks):
         if t.get("task_index") != k or not isinstance(t.get("task"), str):
-            c.bad("meta/tasks.jsonl", f"line {k + 1}: expected {{'task_index': {k}, 'task': str}}, got {t}")
+            c.bad(layout.TASKS_PATH, f"line {k + 1}: expected {{'task_index': {k}, 'task': str}}, got {t}")
         task_ids.add(t.get("task_index"))
     task_names = {t.get("task") for t in tasks}
 
     for k, e in enumerate(episodes):
         if e.get("episode_index") != k:
-            c.bad("meta/episodes.jsonl", f"line {k + 1}: episode_index {e.get('episode_index')} != {k} "
+            c.bad(layout.EPISODES_PATH, f"line {k + 1}: episode_index {e.get('episode_index')} != {k} "
                   "(indices must run 0..N-1 in order)")
         if not isinstance(e.get("length"), int) or e["length"] < 1:
-            c.bad("meta/episodes.jsonl", f"line {k + 1}: bad length {e.get('length')!r}")
+            c.bad(layout.EPISODES_PATH, f"line {k + 1}: bad length {e.get('length')!r}")
         if not isinstance(e.get("tasks"), list) or any(t not in task_names for t in e["tasks"]):
-            c.bad("meta/episodes.jsonl", f"line {k + 1}: tasks {e.get('tasks')!r} not all in tasks.jsonl")
+            c.bad(layout.EPISODES_PATH, f"line {k + 1}: tasks {e.get('tasks')!r} not all in tasks.jsonl")
     total_frames = sum(e.get("length", 0) for e in episodes if isinstance(e.get("length"), int))
     videos = [k for k, f in features.items() if f.get("dtype") == "video"]
     expect = {"total_episodes": n, "total_frames": total_frames, "total_tasks": len(tasks),
@@ -139,74 +135,73 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
               "splits": {"train": f"0:{n}"}}
     for key, want in expect.items():
         if info[key] != want:
-            c.bad("meta/info.json", f"{key} is {info[key]!r}, expected {want!r}")
+            c.bad(layout.INFO_PATH, f"{key} is {info[key]!r}, expected {want!r}")
 
-    for key in ("observation.state", "action"):
+    for key in (layout.STATE, layout.ACTION):
         f = features.get(key)
         if f is None:
-            c.bad("meta/info.json", f"features.{key} missing")
+            c.bad(layout.INFO_PATH, f"features.{key} missing")
             continue
         if f.get("dtype") != "float32":
-            c.bad("meta/info.json", f"features.{key}.dtype is {f.get('dtype')!r}, expected 'float32'")
+            c.bad(layout.INFO_PATH, f"features.{key}.dtype is {f.get('dtype')!r}, expected 'float32'")
         names = f.get("names")
         if not isinstance(names, list) or len(names) != f.get("shape", [None])[0]:
-            c.bad("meta/info.json", f"features.{key}.names must list every one of the {f.get('shape')} dimensions")
+            c.bad(layout.INFO_PATH, f"features.{key}.names must list every one of the {f.get('shape')} dimensions")
     for key in videos:
         f = features[key]
         vi = f.get("info") or {}
-        if f.get("names") != ["height", "width", "channels"]:
-            c.bad("meta/info.json", f"features.{key}.names must be ['height', 'width', 'channels']")
-        if not key.startswith("observation.images."):
-            c.bad("meta/info.json", f"features.{key}: video keys must be observation.images.<camera>")
-        for k2, want in (("video.codec", "h264"), ("video.pix_fmt", "yuv420p"), ("video.fps", fps),
-                         ("video.channels", 3), ("has_audio", False), ("video.is_depth_map", False)):
+        if f.get("names") != list(layout.VIDEO_NAMES):
+            c.bad(layout.INFO_PATH, f"features.{key}.names must be {list(layout.VIDEO_NAMES)}")
+        if not key.startswith(layout.VIDEO_PREFIX):
+            c.bad(layout.INFO_PATH, f"features.{key}: video keys must be {layout.VIDEO_PREFIX}<camera>")
+        # the size is checked against the shape below
+        for k2, want in layout.video_info(vi.get("video.height"), vi.get("video.width"), fps).items():
             if vi.get(k2) != want:
-                c.bad("meta/info.json", f"features.{key}.info.{k2} is {vi.get(k2)!r}, expected {want!r}")
+                c.bad(layout.INFO_PATH, f"features.{key}.info.{k2} is {vi.get(k2)!r}, expected {want!r}")
         if [vi.get("video.height"), vi.get("video.width"), 3] != f.get("shape"):
-            c.bad("meta/info.json", f"features.{key}: shape {f.get('shape')} != info height/width")
-    annotation_cols = [k for k in features if k.startswith("annotation.")]
+            c.bad(layout.INFO_PATH, f"features.{key}: shape {f.get('shape')} != info height/width")
+    annotation_cols = [k for k in features if k.startswith(layout.ANNOTATION_PREFIX)]
 
     if modality is not None:
         _check_modality(c, modality, features, annotation_cols)
     if stats is not None:
         for key, f in features.items():
-            if f.get("dtype") not in ("float32", "float64"):
+            if f.get("dtype") not in layout.FLOAT_DTYPES:
                 continue
             s = stats.get(key)
-            if not isinstance(s, dict) or any(k not in s for k in STATS_KEYS):
-                c.bad("meta/stats.json", f"{key}: needs all of {list(STATS_KEYS)}")
+            if not isinstance(s, dict) or any(k not in s for k in layout.STATS_KEYS):
+                c.bad(layout.STATS_PATH, f"{key}: needs all of {list(layout.STATS_KEYS)}")
                 continue
-            for k in STATS_KEYS:
+            for k in layout.STATS_KEYS:
                 if np.shape(s[k]) != tuple(f["shape"]):
-                    c.bad("meta/stats.json", f"{key}.{k}: shape {np.shape(s[k])} != {tuple(f['shape'])}")
+                    c.bad(layout.STATS_PATH, f"{key}.{k}: shape {np.shape(s[k])} != {tuple(f['shape'])}")
     if ep_stats is not None:
         if [e.get("episode_index") for e in ep_stats] != list(range(n)):
-            c.bad("meta/episodes_stats.jsonl", "must hold one line per episode, episode_index 0..N-1 in order")
+            c.bad(layout.EPISODES_STATS_PATH, "must hold one line per episode, episode_index 0..N-1 in order")
         for e in ep_stats:
             for key, s in (e.get("stats") or {}).items():
-                if not isinstance(s, dict) or any(k not in s for k in ("min", "max", "mean", "std", "count")):
-                    c.bad("meta/episodes_stats.jsonl", f"episode {e.get('episode_index')}: {key} needs "
-                          "min, max, mean, std, count")
+                if not isinstance(s, dict) or any(k not in s for k in layout.EPISODE_STATS_KEYS):
+                    c.bad(layout.EPISODES_STATS_PATH, f"episode {e.get('episode_index')}: {key} needs "
+                          f"{', '.join(layout.EPISODE_STATS_KEYS)}")
 
     offset = 0
     for k, e in enumerate(episodes):
         length = e.get("length") if isinstance(e.get("length"), int) else 0
-        chunk = k // info["chunks_size"]
-        rel = info["data_path"].format(episode_chunk=chunk, episode_index=k)
+        rel = layout.data_path(k, info["chunks_size"], info["data_path"])
         _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep)
         for key in videos:
-            vrel = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=k)
+            vrel = layout.video_path(k, key, info["chunks_size"], info["video_path"])
             _check_video(c, vrel, length, fps, features[key]["shape"])
         offset += length
     return c.out
 
 
 def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols: list[str]) -> None:
-    rel = "meta/modality.json"
+    rel = layout.MODALITY_PATH
     for block in ("state", "action", "video"):
         if not isinstance(modality.get(block), dict):
             c.bad(rel, f"missing block {block!r} (GR00T N1/N1.5 require state, action, video)")
-    for block, feat in (("state", "observation.state"), ("action", "action")):
+    for block, feat in (("state", layout.STATE), ("action", layout.ACTION)):
         dim = (features.get(feat) or {}).get("shape", [0])[0]
         covered = np.zeros(dim, dtype=int)
         for key, e in (modality.get(block) or {}).items():
@@ -230,7 +225,7 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
         if ok not in features or features[ok].get("dtype") != "video":
             c.bad(rel, f"video.{key}: original_key {ok!r} is not a video feature")
     for key in (modality.get("annotation") or {}):
-        if f"annotation.{key}" not in annotation_cols:
+        if f"{layout.ANNOTATION_PREFIX}{key}" not in annotation_cols:
             c.bad(rel, f"annotation.{key}: no column annotation.{key} in features")
 
 
@@ -250,7 +245,7 @@ def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps:
     except Exception as e:  # noqa: BLE001 - any reader error is a violation
         c.bad(rel, f"unreadable parquet ({e})")
         return
-    cols = [key for key, f in features.items() if f.get("dtype") != "video"]
+    cols = layout.parquet_columns(features)
     if sorted(t.column_names) != sorted(cols):
         c.bad(rel, f"columns {t.column_names} != features {cols}")
         return
@@ -270,22 +265,22 @@ def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps:
                     c.bad(rel, f"{key}: values are {vals.dtype}, expected float32")
                 elif not np.isfinite(vals).all():
                     c.bad(rel, f"{key}: non-finite values")
-    fi = t.column("frame_index").to_numpy()
+    fi = t.column(layout.FRAME_INDEX).to_numpy()
     if not np.array_equal(fi, np.arange(length)):
         c.bad(rel, "frame_index must run 0..T-1")
-    ts = t.column("timestamp").to_numpy()
+    ts = t.column(layout.TIMESTAMP).to_numpy()
     if ts.dtype != np.float32 or not np.array_equal(ts, (np.arange(length) / fps).astype(np.float32)):
         c.bad(rel, "timestamp must be float32 frame_index / fps")
-    if not (t.column("episode_index").to_numpy() == k).all():
+    if not (t.column(layout.EPISODE_INDEX).to_numpy() == k).all():
         c.bad(rel, f"episode_index must be {k} on every row")
-    if not np.array_equal(t.column("index").to_numpy(), np.arange(offset, offset + length)):
+    if not np.array_equal(t.column(layout.INDEX).to_numpy(), np.arange(offset, offset + length)):
         c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
-    for key in ["task_index", *[col for col in cols if col.startswith("annotation.")]]:
+    for key in [layout.TASK_INDEX, *[col for col in cols if col.startswith(layout.ANNOTATION_PREFIX)]]:
         used = set(np.unique(t.column(key).to_numpy()).tolist())
         if not used <= task_ids:
             c.bad(rel, f"{key}: indices {sorted(used - task_ids)} not in tasks.jsonl")
-    if "next.done" in cols:
-        done = t.column("next.done").to_numpy(zero_copy_only=False)
+    if layout.DONE in cols:
+        done = t.column(layout.DONE).to_numpy(zero_copy_only=False)
         if not done[-1] or done[:-1].any():
             c.bad(rel, "next.done must be true on the last row only")
 
@@ -296,8 +291,8 @@ class _FooterLayout:
     each list column's leaf and each index column."""
 
     def __init__(self, schema: pa.Schema, parquet_schema: pq.ParquetSchema, features: dict):
-        self.cols = [key for key, f in features.items() if f.get("dtype") != "video"]
-        self.annotations = [col for col in self.cols if col.startswith("annotation.")]
+        self.cols = layout.parquet_columns(features)
+        self.annotations = [col for col in self.cols if col.startswith(layout.ANNOTATION_PREFIX)]
         self.names_ok = sorted(schema.names) == sorted(self.cols)
         self.names = schema.names
         self.type_errors: list[str] = []
@@ -319,8 +314,7 @@ class _FooterLayout:
                                                    if p in leaf]))
             elif want is not None and typ != want:
                 self.type_errors.append(f"{key}: type {typ}, expected {f.get('dtype')}")
-        self.ranged = {key: leaf.get(key) for key in ("frame_index", "timestamp", "episode_index", "index",
-                                                      "task_index", *self.annotations)}
+        self.ranged = {key: leaf.get(key) for key in (*layout.INDEX_FEATURES, *self.annotations)}
 
 
 def _footer_layout(c: _Checker, md: pq.FileMetaData, features: dict) -> _FooterLayout:
@@ -357,16 +351,16 @@ def _check_footer(c: _Checker, rel: str, md: pq.FileMetaData, k: int, length: in
         if not st or any(s is None or not s.has_min_max for s in st):
             return False
         ranges[key] = min(s.min for s in st), max(s.max for s in st)
-    if ranges["frame_index"] != (0, length - 1):
+    if ranges[layout.FRAME_INDEX] != (0, length - 1):
         c.bad(rel, "frame_index must run 0..T-1")
-    lo, hi = ranges["timestamp"]
+    lo, hi = ranges[layout.TIMESTAMP]
     if lo != 0 or hi != np.float32((length - 1) / fps):
         c.bad(rel, "timestamp must be float32 frame_index / fps")
-    if ranges["episode_index"] != (k, k):
+    if ranges[layout.EPISODE_INDEX] != (k, k):
         c.bad(rel, f"episode_index must be {k} on every row")
-    if ranges["index"] != (offset, offset + length - 1):
+    if ranges[layout.INDEX] != (offset, offset + length - 1):
         c.bad(rel, f"index must run {offset}..{offset + length - 1} (global frame index)")
-    for key in ["task_index", *lay.annotations]:
+    for key in [layout.TASK_INDEX, *lay.annotations]:
         lo, hi = ranges[key]
         if not {lo, hi} <= task_ids:
             c.bad(rel, f"{key}: indices {sorted({lo, hi} - task_ids)} not in tasks.jsonl")
@@ -385,8 +379,8 @@ def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) ->
     except Exception as e:  # noqa: BLE001
         c.bad(rel, f"unreadable video ({e})")
         return
-    if v["codec"] != "h264" or v["pix_fmt"] != "yuv420p":
-        c.bad(rel, f"{v['codec']}/{v['pix_fmt']}, expected h264/yuv420p")
+    if v["codec"] != layout.VIDEO_CODEC or v["pix_fmt"] != layout.VIDEO_PIX_FMT:
+        c.bad(rel, f"{v['codec']}/{v['pix_fmt']}, expected {layout.VIDEO_CODEC}/{layout.VIDEO_PIX_FMT}")
     if [v["height"], v["width"], 3] != list(shape):
         c.bad(rel, f"frames {v['height']}x{v['width']}, info.json says {shape[0]}x{shape[1]}")
     if v["frames"] != length:

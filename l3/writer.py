@@ -1,16 +1,17 @@
 """GR00T LeRobot v2.1 writer: one parquet (+ one MP4 per camera) per episode, then meta/.
 
-Layout and recipe: ``shared/spec/gr00t-lerobot-output.md``. :class:`Layout` describes the dataset
-once (features, modality slices, paths); everything else is derived from it. Episodes are written
-by :func:`write_episode` (safe to run in worker processes: it touches only its own files) and the
-metadata by :class:`MetaWriter` in the main process, in episode order.
+What is written where is described by :mod:`l3.layout`. :class:`MetaWriter` owns the dataset's
+metadata: it numbers the episodes (episode index, global frame offset, task indices) once, before
+any is written, and writes ``meta/``. Episodes are written under those numbers by
+:func:`write_episode` (safe to run in worker processes: it touches only its own files); the main
+process hands their results to the :class:`MetaWriter` in episode order.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,96 +19,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from l3 import layout as lay
 from l3 import stats as st
 from l3.episode import Episode
-from l3.mapping import Mapping
+from l3.layout import Layout
 from l3.video import encode
-
-CODEBASE_VERSION = "v2.1"
-CHUNKS_SIZE = 1000
-DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
-VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
-META = "meta"
-VALID, INVALID = "valid", "invalid"
-FLOAT_FEATURES = ("observation.state", "action", "timestamp", "next.reward")
 
 
 @dataclass(frozen=True)
-class Layout:
-    """The dataset description: a mapping with names filled in plus each camera's (H, W)."""
-
-    mapping: Mapping
-    camera_shapes: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    @property
-    def fps(self) -> int:
-        return self.mapping.fps
-
-    def names(self, group: str) -> list[str]:
-        slices = self.mapping.state if group == "state" else self.mapping.action
-        return [n for s in slices for n in (s.names or ())]
-
-    def video_key(self, camera: str) -> str:
-        return f"observation.images.{camera}"
-
-    def annotation_columns(self) -> list[tuple[str, str]]:
-        return [(f"annotation.{key}", kind) for key, kind in self.mapping.annotations]
-
-    def features(self) -> dict[str, dict]:
-        """info.json ``features``: every parquet column and every video, with names."""
-        state, action = self.names("state"), self.names("action")
-        f: dict[str, dict] = {
-            "observation.state": {"dtype": "float32", "shape": [len(state)], "names": state},
-            "action": {"dtype": "float32", "shape": [len(action)], "names": action},
-        }
-        for cam in self.mapping.cameras:
-            h, w = self.camera_shapes[cam.key]
-            f[self.video_key(cam.key)] = {
-                "dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
-                "info": {"video.height": h, "video.width": w, "video.codec": "h264",
-                         "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
-                         "video.fps": self.fps, "video.channels": 3, "has_audio": False}}
-        f["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
-        for col in ("frame_index", "episode_index", "index", "task_index"):
-            f[col] = {"dtype": "int64", "shape": [1], "names": None}
-        for col, _ in self.annotation_columns():
-            f[col] = {"dtype": "int64", "shape": [1], "names": None}
-        f["next.reward"] = {"dtype": "float32", "shape": [1], "names": None}
-        f["next.done"] = {"dtype": "bool", "shape": [1], "names": None}
-        return f
-
-    def modality(self) -> dict[str, Any]:
-        """meta/modality.json: slices into the concatenated arrays, ``absolute`` on every key (readers need not
-        know GR00T's default) and ``rotation_type`` on keys that are exactly one rotation."""
-        def block(slices) -> dict:
-            out, pos = {}, 0
-            for s in slices:
-                w = len(s.names or ())
-                e: dict[str, Any] = {"start": pos, "end": pos + w, "absolute": s.absolute}
-                if s.rotation_type:
-                    e["rotation_type"] = s.rotation_type
-                out[s.key] = e
-                pos += w
-            return out
-
-        return {
-            "state": block(self.mapping.state),
-            "action": block(self.mapping.action),
-            "video": {c.key: {"original_key": self.video_key(c.key)} for c in self.mapping.cameras},
-            "annotation": {key: {} for key, _ in self.mapping.annotations},
-        }
-
-    def data_path(self, index: int) -> str:
-        return DATA_PATH.format(episode_chunk=index // CHUNKS_SIZE, episode_index=index)
-
-    def video_path(self, index: int, camera: str) -> str:
-        return VIDEO_PATH.format(episode_chunk=index // CHUNKS_SIZE, video_key=self.video_key(camera),
-                                 episode_index=index)
-
-
-@dataclass
 class EpisodeJob:
-    """Where one episode goes: its final index, global frame offset and task indices."""
+    """Where one episode goes: its index, global frame offset, task indices and task texts."""
 
     index: int
     offset: int
@@ -120,12 +41,9 @@ class EpisodeJob:
 class EpisodeResult:
     """What the main process needs from a written episode (small: no frame data).
 
-    ``stats`` holds the episode's stats of every column that does not depend on its numbering
-    (state, action, timestamp, frame_index, next.*) and of every camera; :class:`MetaWriter` adds
-    the numbered ones (episode_index, index, task and annotation indices) for the final numbers.
+    ``stats`` is the episode's episodes_stats.jsonl entry: every column in order, then every camera.
     """
 
-    index: int
     length: int
     job: EpisodeJob
     success: bool
@@ -138,22 +56,13 @@ class EpisodeResult:
     video_frames: int
 
 
-NUMBERED = ("episode_index", "index", "task_index")
-"""Columns whose values depend on the episode's final numbering (plus the annotation columns)."""
-
-
 def _parquet_options(layout: Layout) -> dict:
     """pq.write_table options: dictionary encoding only where it pays (constant columns), no
     statistics for the list columns (nothing reads them; the scalar columns keep theirs, which
     ``l3.validate`` checks)."""
-    const = ["episode_index", "task_index", *(c for c, _ in layout.annotation_columns()), "next.reward"]
-    scalars = [c for c in _columns(layout) if c not in ("observation.state", "action")]
+    const = [lay.EPISODE_INDEX, lay.TASK_INDEX, *(c for c, _ in layout.annotation_columns()), lay.REWARD]
+    scalars = [c for c in layout.columns if c not in (lay.STATE, lay.ACTION)]
     return {"compression": "snappy", "use_dictionary": const, "write_statistics": scalars}
-
-
-def _columns(layout: Layout) -> list[str]:
-    return ["observation.state", "action", "timestamp", "frame_index", "episode_index", "index", "task_index",
-            *(c for c, _ in layout.annotation_columns()), "next.reward", "next.done"]
 
 
 def _list_column(rows: np.ndarray) -> pa.Array:
@@ -203,12 +112,12 @@ def _const_stats(v: int, T: int) -> dict:
 
 
 def numbered_stats(layout: Layout, T: int, job: EpisodeJob) -> dict[str, dict]:
-    """Per-episode stats of the numbered columns for ``job``'s numbers."""
+    """Per-episode stats of the columns that hold ``job``'s numbers (episode, global and task indices)."""
     fi = _cached(("fi-stats", T), lambda: st.episode_feature_stats(np.arange(T, dtype=np.int64)))
-    out = {"episode_index": _const_stats(job.index, T),
-           "index": {"min": [job.offset], "max": [job.offset + T - 1], "mean": [job.offset + (T - 1) / 2],
-                     "std": fi["std"], "count": [T]},
-           "task_index": _const_stats(job.task_index, T)}
+    out = {lay.EPISODE_INDEX: _const_stats(job.index, T),
+           lay.INDEX: {"min": [job.offset], "max": [job.offset + T - 1], "mean": [job.offset + (T - 1) / 2],
+                       "std": fi["std"], "count": [T]},
+           lay.TASK_INDEX: _const_stats(job.task_index, T)}
     for col, kind in layout.annotation_columns():
         out[col] = _const_stats(job.task_index if kind == "task" else job.validity_index, T)
     return out
@@ -220,16 +129,18 @@ def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: Ep
     fi, ts, done, rw = _cached(("pa-frames", T, layout.fps, bool(success)), lambda: tuple(
         pa.array(a) for a in (*_frame_columns(T, layout.fps), _reward(T, success))))
     const = lambda v: _cached(("pa-const", T, v), lambda: pa.array(np.full(T, v, dtype=np.int64)))  # noqa: E731
-    arrays = [_list_column(state), _list_column(action), ts, fi, pa.array(np.full(T, job.index, dtype=np.int64)),
-              pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)), const(job.task_index)]
-    arrays += [const(job.task_index if kind == "task" else job.validity_index) for _, kind in layout.annotation_columns()]
-    arrays += [rw, done]
-    return pa.Table.from_arrays(arrays, names=_columns(layout))
+    cols = {lay.STATE: _list_column(state), lay.ACTION: _list_column(action), lay.TIMESTAMP: ts,
+            lay.FRAME_INDEX: fi, lay.EPISODE_INDEX: pa.array(np.full(T, job.index, dtype=np.int64)),
+            lay.INDEX: pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)),
+            lay.TASK_INDEX: const(job.task_index), lay.REWARD: rw, lay.DONE: done}
+    for col, kind in layout.annotation_columns():
+        cols[col] = const(job.task_index if kind == "task" else job.validity_index)
+    return pa.Table.from_arrays([cols[c] for c in layout.columns], names=list(layout.columns))
 
 
 def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
     """Write one episode's parquet; return its size in bytes."""
-    options = _cached(("options", *_columns(layout)), lambda: _parquet_options(layout))
+    options = _cached(("options", *layout.columns), lambda: _parquet_options(layout))
     try:
         sink = pa.OSFile(str(path), "wb")  # a plain file sink: cheaper than pq's filesystem layer
     except FileNotFoundError:
@@ -245,9 +156,8 @@ def _fixed_stats(T: int, fps: int, success: bool) -> dict:
     def make():
         fi, ts, done = _frame_columns(T, fps)
         rw = _reward(T, success)
-        stats = {"timestamp": st.episode_feature_stats(ts), "frame_index": st.episode_feature_stats(fi),
-                 "next.reward": st.episode_feature_stats(rw), "next.done": st.episode_feature_stats(done)}
-        return stats
+        return {lay.TIMESTAMP: st.episode_feature_stats(ts), lay.FRAME_INDEX: st.episode_feature_stats(fi),
+                lay.REWARD: st.episode_feature_stats(rw), lay.DONE: st.episode_feature_stats(done)}
     return _cached(("float-stats", T, fps, bool(success)), make)
 
 
@@ -257,7 +167,7 @@ def episode_paths(root: Path, layout: Layout, index: int) -> list[Path]:
 
 
 def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> EpisodeResult:
-    """Write one episode's parquet and videos under ``root``; return its stats and metadata.
+    """Write one episode's parquet and videos under ``root`` with ``job``'s numbers; return its stats.
 
     If anything fails (an unreadable camera frame raises InputError while encoding), the files of
     this episode are removed before the exception propagates.
@@ -271,9 +181,11 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
 
         both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
         ds = state.shape[1]
-        moments = {"observation.state": both.columns(0, ds), "action": both.columns(ds, None)}
-        stats = {k: st.moments_stats(m) for k, m in moments.items()}
-        stats.update(_fixed_stats(T, fps, ep.success))
+        moments = {lay.STATE: both.columns(0, ds), lay.ACTION: both.columns(ds, None)}
+        known = {k: st.moments_stats(m) for k, m in moments.items()}
+        known.update(_fixed_stats(T, fps, ep.success))
+        known.update(numbered_stats(layout, T, job))
+        stats = {c: known[c] for c in layout.columns}
 
         video_frames = 0
         for cam in m.cameras:
@@ -283,7 +195,7 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             n = encode(vpath, ep.cameras[cam.key].chunks(), fps, m.video, pix)
             if n != T:
                 raise ValueError(f"camera {cam.key}: encoded {n} frames for {T} rows")
-            stats[layout.video_key(cam.key)] = pix.to_json(n)
+            stats[lay.video_key(cam.key)] = pix.to_json(n)
             nbytes += vpath.stat().st_size
             video_frames += n
     except BaseException:
@@ -291,30 +203,8 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             p.unlink(missing_ok=True)
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
-    return EpisodeResult(i, T, job, bool(ep.success), fields, stats,
-                         {"observation.state": state, "action": action}, moments, nbytes, video_frames)
-
-
-def renumber_episode(root: Path, layout: Layout, old: EpisodeJob, new: EpisodeJob, length: int, success: bool) -> int:
-    """Move an episode written as ``old`` to ``new``'s numbers (only after skipped episodes).
-
-    The parquet is rebuilt from its own state/action values by the code of a direct write (so
-    its bytes are those a direct write gives) and the videos are renamed. Returns the change in
-    bytes on disk.
-    """
-    src = root / layout.data_path(old.index)
-    before = src.stat().st_size
-    t = pq.ParquetFile(src).read(columns=["observation.state", "action"])
-    rows = lambda c: np.asarray(t.column(c).combine_chunks().values).reshape(length, -1)  # noqa: E731
-    table = episode_table(layout, rows("observation.state"), rows("action"), new, success)
-    src.unlink()
-    after = write_table(root / layout.data_path(new.index), layout, table)
-    if new.index != old.index:
-        for cam in layout.mapping.cameras:
-            dst = root / layout.video_path(new.index, cam.key)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            (root / layout.video_path(old.index, cam.key)).replace(dst)
-    return after - before
+    return EpisodeResult(T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments,
+                         nbytes, video_frames)
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False) builds one per call
@@ -324,81 +214,74 @@ def _jsonl_line(obj: dict) -> str:
     return _JSON(obj) + "\n"
 
 
+def number_episodes(layout: Layout, episodes: Sequence[tuple[str, bool, int]]) -> tuple[list[str], list[EpisodeJob]]:
+    """tasks.jsonl and each episode's numbers, for the episodes to write (``(task, success, length)`` each, in
+    order): tasks in order of first use, then "valid" / "invalid" when the validity annotation uses them."""
+    validity = any(kind == "validity" for _, kind in layout.mapping.annotations)
+    tasks = list(dict.fromkeys(task for task, _, _ in episodes))
+    if validity:
+        tasks += [t for t in (lay.VALID, lay.INVALID) if any(ok == (t == lay.VALID) for _, ok, _ in episodes)
+                  and t not in tasks]
+    task_id = {t: k for k, t in enumerate(tasks)}
+    jobs, offset = [], 0
+    for index, (task, ok, length) in enumerate(episodes):
+        label = lay.VALID if ok else lay.INVALID
+        jobs.append(EpisodeJob(index=index, offset=offset, task_index=task_id[task],
+                               validity_index=task_id.get(label, task_id[task]),
+                               tasks=[task, label] if validity else [task]))
+        offset += length
+    return tasks, jobs
+
+
 class MetaWriter:
-    """Streams episodes.jsonl / episodes_stats.jsonl in episode order and writes the rest at the end.
+    """The owner of the dataset's metadata: numbers the episodes, then writes ``meta/``.
+
+    Built with the episodes to write (``(task, success, length)`` each, in order), it fixes their
+    numbers (:attr:`jobs`: episode index, global frame offset, task indices) and the task list
+    before anything is written. :meth:`add` takes each written episode's result in episode order
+    and streams episodes.jsonl / episodes_stats.jsonl; :meth:`finish` writes the rest.
 
     Dataset statistics: moments merged exactly and q01/q99 from streaming histograms
     (:class:`l3.stats.StreamingHistogram`), so no range has to be known before the first episode.
     """
 
-    def __init__(self, root: Path, layout: Layout, tasks: list[str]):
-        self.root, self.layout, self.tasks = root, layout, tasks
-        (root / META).mkdir(parents=True, exist_ok=True)
-        self._episodes = open(root / META / "episodes.jsonl", "w", encoding="utf-8")
-        self._ep_stats = open(root / META / "episodes_stats.jsonl", "w", encoding="utf-8")
+    def __init__(self, root: Path, layout: Layout, episodes: Sequence[tuple[str, bool, int]]):
+        self.root, self.layout = root, layout
+        self.tasks, self.jobs = number_episodes(layout, episodes)
+        (root / lay.META).mkdir(parents=True, exist_ok=True)
+        self._episodes = open(root / lay.EPISODES_PATH, "w", encoding="utf-8")
+        self._ep_stats = open(root / lay.EPISODES_STATS_PATH, "w", encoding="utf-8")
         self.episodes = self.frames = 0
-        self.hist = {k: st.StreamingHistogram() for k in FLOAT_FEATURES}
-        self.jobs: list[EpisodeJob] = []
+        self.hist = {k: st.StreamingHistogram() for k in layout.float_features}
 
-    def add(self, r: EpisodeResult, job: EpisodeJob) -> None:
-        """Append one written episode under its final numbers ``job`` (in episode order)."""
-        if job.index != self.episodes:
+    def add(self, r: EpisodeResult) -> None:
+        """Append one written episode (the next one in order)."""
+        job = r.job
+        if job != self.jobs[self.episodes]:
             raise ValueError(f"episode {job.index} added out of order (expected {self.episodes})")
         self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
                                           **r.fields}))
-        self._ep_stats.write(self._stats_line(r, job))
+        self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": r.stats}))
         T, fps = r.length, self.layout.fps
-        for k in ("observation.state", "action"):
+        for k in (lay.STATE, lay.ACTION):
             self.hist[k].add(r.floats[k], r.moments[k])
         ts, rw = _frame_columns(T, fps)[1], _reward(T, r.success)
-        self.hist["timestamp"].add(ts, _cached(("ts-moments", T, fps), lambda: st.Moments.of(ts)))
-        self.hist["next.reward"].add(rw, _cached(("rw-moments", T, r.success), lambda: st.Moments.of(rw)))
-        self.jobs.append(job)
+        self.hist[lay.TIMESTAMP].add(ts, _cached(("ts-moments", T, fps), lambda: st.Moments.of(ts)))
+        self.hist[lay.REWARD].add(rw, _cached(("rw-moments", T, r.success), lambda: st.Moments.of(rw)))
         self.episodes += 1
         self.frames += r.length
-
-    def _stats_line(self, r: EpisodeResult, job: EpisodeJob) -> str:
-        """The episodes_stats.jsonl line: every column in order (then cameras), numbered ones for ``job``."""
-        numbered = numbered_stats(self.layout, r.length, job)
-        stats = {c: numbered[c] if c in numbered else r.stats[c] for c in _columns(self.layout)}
-        stats.update((k, v) for k, v in r.stats.items() if k not in stats)
-        return _jsonl_line({"episode_index": job.index, "stats": stats})
-
-    def retask(self, tasks: list[str], jobs: list[EpisodeJob]) -> None:
-        """Replace the task list and every episode's task indices (after skipped episodes changed
-        which tasks are used); rewrites episodes_stats.jsonl's numbered columns. Call before finish."""
-        self._ep_stats.close()
-        path = self.root / META / "episodes_stats.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines()
-        with open(path, "w", encoding="utf-8") as f:
-            for line, job in zip(lines, jobs, strict=True):
-                e = json.loads(line)
-                T = e["stats"]["frame_index"]["count"][0]
-                e["stats"].update(numbered_stats(self.layout, T, job))
-                f.write(_jsonl_line(e))
-        self._ep_stats = open(path, "a", encoding="utf-8")
-        self.tasks, self.jobs = tasks, jobs
 
     def finish(self) -> None:
         """Write info.json, tasks.jsonl, modality.json and stats.json; close the jsonl streams."""
         self._episodes.close()
         self._ep_stats.close()
-        meta = self.root / META
-        n, L = self.episodes, self.layout
-        info = {
-            "codebase_version": CODEBASE_VERSION, "robot_type": L.mapping.robot_type,
-            "total_episodes": n, "total_frames": self.frames, "total_tasks": len(self.tasks),
-            "total_videos": n * len(L.mapping.cameras), "total_chunks": math.ceil(n / CHUNKS_SIZE),
-            "chunks_size": CHUNKS_SIZE, "fps": L.fps, "splits": {"train": f"0:{n}"},
-            "data_path": DATA_PATH, "video_path": VIDEO_PATH if L.mapping.cameras else None,
-            "features": L.features(),
-        }
-        _write_json(meta / "info.json", info)
-        with open(meta / "tasks.jsonl", "w", encoding="utf-8") as f:
+        L = self.layout
+        _write_json(self.root / lay.INFO_PATH, L.info(self.episodes, self.frames, len(self.tasks)))
+        with open(self.root / lay.TASKS_PATH, "w", encoding="utf-8") as f:
             f.writelines(_jsonl_line({"task_index": k, "task": t}) for k, t in enumerate(self.tasks))
-        _write_json(meta / "modality.json", L.modality())
+        _write_json(self.root / lay.MODALITY_PATH, L.modality())
         stats = {}
-        for k in FLOAT_FEATURES:
+        for k in L.float_features:
             h = self.hist[k]
             h.flush()
             m = h.moments
@@ -406,7 +289,7 @@ class MetaWriter:
             for name, q in st.QUANTILES.items():
                 s[name] = h.quantile(q, m.min, m.max)
             stats[k] = {name: st.to_json(v) for name, v in s.items()}
-        _write_json(meta / "stats.json", stats)
+        _write_json(self.root / lay.STATS_PATH, stats)
 
     def abort(self) -> None:
         self._episodes.close()

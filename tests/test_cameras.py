@@ -18,6 +18,7 @@ from conftest import lerobot_python, run_probe  # noqa: E402
 from l2 import sim  # noqa: E402
 from l2.lift.camera_cfg import CAMERA_HEIGHT, CAMERA_WIDTH  # noqa: E402
 from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
+from l3 import layout  # noqa: E402
 from l3.convert import convert  # noqa: E402
 from l3.validate import validate  # noqa: E402
 from l3.video import decode, psnr  # noqa: E402
@@ -223,14 +224,14 @@ def converted(scripted_run, tmp_path_factory) -> Path:
 
 def test_recorded_frames_become_videos_with_one_frame_per_row_at_40_db(scripted_run, converted):
     assert validate(converted) == []
-    episodes = [json.loads(line) for line in (converted / "meta/episodes.jsonl").read_text().splitlines()]
-    modality = json.loads((converted / "meta/modality.json").read_text())
+    episodes = [json.loads(line) for line in (converted / layout.EPISODES_PATH).read_text().splitlines()]
+    modality = json.loads((converted / layout.MODALITY_PATH).read_text())
     assert sorted(modality["video"]) == sorted(LIFT_CAMERA_TERMS)
     scores = []
     with h5py.File(scripted_run[0]) as f:
         for e in episodes:
             for cam in LIFT_CAMERA_TERMS:
-                video = converted / f"videos/chunk-000/observation.images.{cam}/episode_{e['episode_index']:06d}.mp4"
+                video = converted / layout.video_path(e["episode_index"], layout.video_key(cam))
                 decoded = np.stack(list(decode(video)))
                 recorded = f[f"data/{e['demo']}/obs/{cam}"][()]
                 assert len(decoded) == len(recorded) == e["length"]
@@ -242,7 +243,7 @@ def test_recorded_frames_become_videos_with_one_frame_per_row_at_40_db(scripted_
 
 @pytest.mark.lerobot
 def test_recorded_camera_dataset_loads_in_lerobot_reading_every_frame(converted, tmp_path):
-    info = json.loads((converted / "meta/info.json").read_text())
+    info = json.loads((converted / layout.INFO_PATH).read_text())
     got = run_probe(lerobot_python("v21"), "load", converted, tmp_path)
     assert got["frames"] == got["frames_read"] == info["total_frames"]
     assert got["cameras"] == [f"observation.images.{c}" for c in LIFT_CAMERA_TERMS]

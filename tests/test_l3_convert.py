@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from l3_fixtures import CAMERA, CAMERAS, make_l2_file
 
+from l3 import layout
 from l3.convert import UsageError, convert, main
 from l3.validate import validate
 
@@ -47,13 +48,13 @@ def converted(mixed, cam_config, tmp_path_factory) -> tuple[Path, object]:
 
 
 def _episodes(root: Path) -> list[dict]:
-    return [json.loads(line) for line in (root / "meta/episodes.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (root / layout.EPISODES_PATH).read_text().splitlines()]
 
 
 def test_layout_totals_and_sources(converted):
     root, summary = converted
     assert validate(root) == []
-    info = json.loads((root / "meta/info.json").read_text())
+    info = json.loads((root / layout.INFO_PATH).read_text())
     eps = _episodes(root)
     # scripted 12-2 failed, rl 3-1, teleop 2, other 1
     assert [e["episode_index"] for e in eps] == list(range(15))
@@ -68,14 +69,14 @@ def test_layout_totals_and_sources(converted):
     assert summary.per_source["scripted"].failed_dropped == 2
     assert summary.per_source["rl"].kept == 2
     for name in ("episodes.jsonl", "tasks.jsonl", "episodes_stats.jsonl"):
-        text = (root / "meta" / name).read_text()
+        text = (root / layout.META / name).read_text()
         assert "\n\n" not in text and text.endswith("}\n")
-    modality = json.loads((root / "meta/modality.json").read_text())
+    modality = json.loads((root / layout.MODALITY_PATH).read_text())
     # a 7-wide pose key carries no rotation_type (GR00T would convert all 7 columns as one rotation)
     assert modality["action"]["ee_pose"] == {"start": 0, "end": 7, "absolute": True}
     assert modality["state"]["joint_pos"] == {"start": 0, "end": 9, "absolute": True}
     assert modality["video"] == {c: {"original_key": f"observation.images.{c}"} for c in CAMERAS}
-    stats = json.loads((root / "meta/stats.json").read_text())
+    stats = json.loads((root / layout.STATS_PATH).read_text())
     for key in ("observation.state", "action", "timestamp", "next.reward"):
         assert set(stats[key]) == {"mean", "std", "min", "max", "q01", "q99"}
 
@@ -83,7 +84,7 @@ def test_layout_totals_and_sources(converted):
 def test_values_round_trip_bit_exact(converted):
     root, _ = converted
     for e in _episodes(root):
-        t = pq.read_table(root / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        t = pq.read_table(root / layout.data_path(e["episode_index"]))
         state = np.stack(t.column("observation.state").to_numpy(zero_copy_only=False))
         action = np.stack(t.column("action").to_numpy(zero_copy_only=False))
         with h5py.File(e["file"], "r") as f:
@@ -105,7 +106,7 @@ def test_video_frames_decode(converted):
 
     root, _ = converted
     e = _episodes(root)[0]
-    path = root / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000000.mp4"
+    path = root / layout.video_path(0, layout.video_key(CAMERAS[0]))
     with av.open(str(path)) as c:
         frames = [f for f in c.decode(video=0)]
     assert len(frames) == e["length"]
@@ -123,11 +124,11 @@ def test_include_failed_sources_max_and_override(mixed, cam_config, tmp_path):
     eps = _episodes(out)
     assert len(eps) == 13
     assert [e["source"] for e in eps] == ["teleop"] * 3 + ["scripted"] * 10  # rl_* re-tagged; glob order
-    tasks = [json.loads(line)["task"] for line in (out / "meta/tasks.jsonl").read_text().splitlines()]
+    tasks = [json.loads(line)["task"] for line in (out / layout.TASKS_PATH).read_text().splitlines()]
     assert tasks == ["Pick up the cube and lift it.", "valid", "invalid"]
     failed = [e for e in eps if not e["success"]]
     assert failed and all(e["tasks"][1] == "invalid" for e in failed)
-    t = pq.read_table(out / f"data/chunk-000/episode_{failed[0]['episode_index']:06d}.parquet")
+    t = pq.read_table(out / layout.data_path(failed[0]["episode_index"]))
     assert set(t.column("annotation.human.validity").to_pylist()) == {2}
     assert validate(out) == []
 
@@ -172,7 +173,7 @@ def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
     cfg.write_text(text)
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--config", str(cfg), "-o", str(tmp_path / "a"), "-q"]) == 0
     assert main([str(mixed / "rl_lift_cube.hdf5"), "-o", str(tmp_path / "b"), "-q"]) == 0
-    info = json.loads((tmp_path / "b/meta/info.json").read_text())
+    info = json.loads((tmp_path / "b" / layout.INFO_PATH).read_text())
     assert info["robot_type"] == "franka_panda" and f"observation.images.{CAMERAS[1]}" in info["features"]
     assert validate(tmp_path / "b") == []
 
@@ -213,7 +214,7 @@ def _break_nan(path: Path, demo: str) -> None:
 
 @pytest.mark.parametrize("max_episodes", [None, 4])
 def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_episodes):
-    """A bad episode found in the single pass: later episodes move down, same bytes for 1 or 2 workers."""
+    """A bad episode is skipped before anything is numbered: later ones move down, same bytes for 1 or 2 workers."""
     src = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 6, seed=7, camera=True, failed=(5,))
     _break_nan(src, "demo_1")
     outs = {}
@@ -230,11 +231,11 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
     assert [e["episode_index"] for e in eps] == list(range(len(want)))
     offset = 0
     for e in eps:
-        t = pq.read_table(outs[1] / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        t = pq.read_table(outs[1] / layout.data_path(e["episode_index"]))
         assert set(t.column("episode_index").to_pylist()) == {e["episode_index"]}
         assert t.column("index").to_pylist() == list(range(offset, offset + e["length"]))
         offset += e["length"]
-    tasks = [json.loads(line)["task"] for line in (outs[1] / "meta/tasks.jsonl").read_text().splitlines()]
+    tasks = [json.loads(line)["task"] for line in (outs[1] / layout.TASKS_PATH).read_text().splitlines()]
     assert tasks == ["Pick up the cube and lift it.", "valid"] + (["invalid"] if max_episodes is None else [])
     a = sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
     assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
@@ -253,11 +254,11 @@ def test_skip_bad_retasks(tmp_path, bad_demo, tasks_left, validity):
     out = tmp_path / "ds"
     convert([str(src)], out, config=CONFIG, success_only=False, skip_bad=True, log=lambda m: None)
     assert validate(out) == []
-    tasks = [json.loads(line)["task"] for line in (out / "meta/tasks.jsonl").read_text().splitlines()]
+    tasks = [json.loads(line)["task"] for line in (out / layout.TASKS_PATH).read_text().splitlines()]
     assert tasks == ["Pick up the cube and lift it.", *tasks_left]
-    ep_stats = [json.loads(line) for line in (out / "meta/episodes_stats.jsonl").read_text().splitlines()]
+    ep_stats = [json.loads(line) for line in (out / layout.EPISODES_STATS_PATH).read_text().splitlines()]
     for e, es in zip(_episodes(out), ep_stats, strict=True):
-        t = pq.read_table(out / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        t = pq.read_table(out / layout.data_path(e["episode_index"]))
         assert set(t.column("annotation.human.validity").to_pylist()) == {validity}
         assert es["stats"]["annotation.human.validity"]["max"] == [validity]
         assert es["stats"]["episode_index"]["min"] == [e["episode_index"]]
@@ -272,7 +273,7 @@ def test_fast_validation_catches_footer_problems(converted, tmp_path):
     copy = tmp_path / "ds"
     shutil.copytree(root, copy)
     assert validate(copy, deep=False) == []
-    p = copy / "data/chunk-000/episode_000002.parquet"
+    p = copy / layout.data_path(2)
     t = pq.read_table(p)
     t = t.set_column(t.column_names.index("index"), "index", pa.array(np.arange(t.num_rows) + 5, pa.int64()))
     t = t.set_column(t.column_names.index("task_index"), "task_index", pa.array([9] * t.num_rows, pa.int64()))
@@ -283,7 +284,7 @@ def test_fast_validation_catches_footer_problems(converted, tmp_path):
     msg = "\n".join(str(v) for v in validate(copy, deep=False))
     assert "index must run" in msg and "task_index: indices [9] not in tasks.jsonl" in msg
     # a schema unlike the other episodes' (the schema checks run once per distinct schema)
-    p1 = copy / "data/chunk-000/episode_000001.parquet"
+    p1 = copy / layout.data_path(1)
     t1 = pq.read_table(p1)
     col = t1.column_names.index("observation.state")
     pq.write_table(t1.set_column(col, "observation.state", t1.column(col).cast(pa.list_(pa.float64()))), p1)
@@ -310,9 +311,9 @@ def _state_config(tmp: Path) -> Path:
 def test_fps_comes_from_the_files_sim_args(tmp_path):
     src = _rate_file(tmp_path / "scripted_a.hdf5", dt=0.005, decimation=10)  # 20 Hz
     summary = convert([str(src)], tmp_path / "ds", config=_state_config(tmp_path), log=lambda m: None)
-    info = json.loads((tmp_path / "ds/meta/info.json").read_text())
+    info = json.loads((tmp_path / "ds" / layout.INFO_PATH).read_text())
     assert info["fps"] == 20 and summary.notices == []
-    ts = pq.read_table(tmp_path / "ds/data/chunk-000/episode_000000.parquet").column("timestamp").to_numpy()
+    ts = pq.read_table(tmp_path / "ds" / layout.data_path(0)).column("timestamp").to_numpy()
     assert ts.tobytes() == (np.arange(10) / 20).astype(np.float32).tobytes()
 
 

@@ -14,6 +14,7 @@ import pytest
 from conftest import lerobot_python, run_probe
 from l3_fixtures import CAMERAS, make_l2_file
 
+from l3 import layout
 from l3.convert import convert
 
 pytestmark = pytest.mark.lerobot
@@ -34,7 +35,7 @@ def dataset(tmp_path_factory) -> Path:
 
 
 def test_loads_in_lerobot_v21(dataset, tmp_path):
-    info = json.loads((dataset / "meta/info.json").read_text())
+    info = json.loads((dataset / layout.INFO_PATH).read_text())
     got = run_probe(lerobot_python("v21"), "load", dataset, tmp_path)
     assert got["episodes"] == info["total_episodes"] == 6
     assert got["frames"] == got["frames_read"] == info["total_frames"]
@@ -43,7 +44,7 @@ def test_loads_in_lerobot_v21(dataset, tmp_path):
 
 
 def test_converts_to_lerobot_v30(dataset, tmp_path):
-    info = json.loads((dataset / "meta/info.json").read_text())
+    info = json.loads((dataset / layout.INFO_PATH).read_text())
     got = run_probe(lerobot_python("v30"), "v30", dataset, tmp_path)
     assert got["codebase_version"] == "v3.0"
     assert got["frames_read"] == info["total_frames"]

@@ -15,6 +15,7 @@ from l3_fixtures import make_demo, write_l2
 from l3_real_fixtures import (ACTION_NAMES, PLATFORM_CAMERAS, SIZE, STATE_NAMES, TASKS, decode_jpeg, make_aloha_file, render,
                               make_platform_chunk, make_platform_export, make_tar_gz)
 
+from l3 import layout
 from l3.convert import convert, main
 from l3.errors import ConfigError
 from l3.readers.jpeg import row_bytes
@@ -39,17 +40,17 @@ def decode_video(path: Path) -> np.ndarray:
 
 
 def episodes(root: Path) -> list[dict]:
-    return [json.loads(line) for line in (root / "meta/episodes.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (root / layout.EPISODES_PATH).read_text().splitlines()]
 
 
 def parquet(root: Path, i: int) -> dict:
-    t = pq.read_table(root / f"data/chunk-000/episode_{i:06d}.parquet").to_pydict()
+    t = pq.read_table(root / layout.data_path(i)).to_pydict()
     return {k: np.asarray(v) for k, v in t.items()}
 
 
 def check_video(root: Path, i: int, cam: str, source_frames: list[np.ndarray]) -> float:
     """Frame count == rows and PSNR against the source frames; returns the lowest PSNR."""
-    got = decode_video(root / f"videos/chunk-000/observation.images.{cam}/episode_{i:06d}.mp4")
+    got = decode_video(root / layout.video_path(i, layout.video_key(cam)))
     assert len(got) == len(source_frames)
     worst = min(psnr(g, s) for g, s in zip(got, source_frames))
     assert worst >= MIN_PSNR, (cam, i, worst)
@@ -82,13 +83,13 @@ def test_platform_export_every_episode_bit_exact(export, converted):
         ("chunk_001.hdf5", "episode_001"), ("chunk_001.hdf5", "episode_002"), ("chunk_002.hdf5", "episode_003")]
     assert {e["source"] for e in eps} == {"platform"} and all(e["format"] == "platform" for e in eps)
     assert [e["score"] for e in eps] == [0.9, 0.2, 0.6]
-    info = json.loads((root / "meta/info.json").read_text())
+    info = json.loads((root / layout.INFO_PATH).read_text())
     assert info["fps"] == 30 and info["total_videos"] == 9
     # joint names come from /meta
     assert info["features"]["observation.state"]["names"] == STATE_NAMES + ["right_gripper", "left_gripper"]
     assert info["features"]["action"]["names"] == ACTION_NAMES
-    tasks = [json.loads(line)["task"] for line in (root / "meta/tasks.jsonl").read_text().splitlines()]
-    modality = json.loads((root / "meta/modality.json").read_text())
+    tasks = [json.loads(line)["task"] for line in (root / layout.TASKS_PATH).read_text().splitlines()]
+    modality = json.loads((root / layout.MODALITY_PATH).read_text())
     assert modality["state"]["gripper"] == {"start": 14, "end": 16, "absolute": True}
     assert sorted(modality["video"]) == sorted(PLATFORM_CAMERAS)
     for i, e in enumerate(eps):
@@ -159,7 +160,7 @@ def test_aloha_raw_and_compressed(tmp_path):
     out = tmp_path / "ds"
     assert main([str(raw), str(comp), "-c", str(ALOHA_CFG), "-o", str(out), "-q"]) == 0
     assert validate(out) == []
-    info = json.loads((out / "meta/info.json").read_text())
+    info = json.loads((out / layout.INFO_PATH).read_text())
     assert info["fps"] == 50 and info["features"]["observation.state"]["shape"] == [14]
     eps = episodes(out)
     assert [e["source"] for e in eps] == ["aloha", "aloha"]
@@ -185,7 +186,7 @@ def test_aloha_fps_is_configurable(tmp_path):
         "  cam_left_wrist: observations/images/cam_left_wrist\n  cam_right_wrist: observations/images/cam_right_wrist\n",
         ""))
     convert([str(ep)], tmp_path / "ds", config=cfg, **QUIET)
-    assert json.loads((tmp_path / "ds/meta/info.json").read_text())["fps"] == 30
+    assert json.loads((tmp_path / "ds" / layout.INFO_PATH).read_text())["fps"] == 30
 
 
 # --------------------------------------------------------------------------- mixed sim + real
@@ -224,7 +225,7 @@ def test_mixed_with_config_one_dataset(sim_and_real, tmp_path):
     assert validate(out) == []
     eps = episodes(out)
     assert [e["source"] for e in eps] == ["scripted", "scripted", "platform", "platform"]
-    info = json.loads((out / "meta/info.json").read_text())
+    info = json.loads((out / layout.INFO_PATH).read_text())
     assert info["features"]["observation.state"]["shape"] == [28] and info["features"]["action"]["shape"] == [24]
     assert info["features"]["observation.state"]["names"][12:26] == STATE_NAMES  # names from the platform /meta
     with h5py.File(sim, "r") as f:

@@ -15,6 +15,7 @@ from conftest import lerobot_python, run_probe
 from l3_fixtures import make_demo, write_l2
 from l3_real_fixtures import PLATFORM_CAMERAS, SIZE, make_aloha_file, make_platform_export, make_tar_gz, render
 
+from l3 import layout
 from l3.convert import convert
 
 pytestmark = pytest.mark.lerobot
@@ -53,9 +54,9 @@ def _mixed(d: Path) -> Path:
 @pytest.mark.parametrize("make", [_platform, _aloha, _mixed], ids=["platform_tar_gz", "aloha", "mixed"])
 def test_real_robot_dataset_loads_in_lerobot_v21(make, tmp_path):
     root = make(tmp_path)
-    info = json.loads((root / "meta/info.json").read_text())
+    info = json.loads((root / layout.INFO_PATH).read_text())
     got = run_probe(lerobot_python("v21"), "load", root, tmp_path)
     assert got["episodes"] == info["total_episodes"]
     assert got["frames"] == got["frames_read"] == info["total_frames"]
-    tasks = [json.loads(line)["task"] for line in (root / "meta/tasks.jsonl").read_text().splitlines()]
+    tasks = [json.loads(line)["task"] for line in (root / layout.TASKS_PATH).read_text().splitlines()]
     assert set(got["tasks"]) <= set(tasks) and got["tasks"]

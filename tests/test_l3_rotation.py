@@ -14,6 +14,7 @@ import pytest
 from l3_fixtures import make_l2_file
 from scipy.spatial.transform import Rotation
 
+from l3 import layout
 from l3.convert import convert
 from l3.errors import ConfigError, InputError
 from l3.mapping import load_mapping, mapping_from_dict
@@ -35,17 +36,17 @@ def split(tmp_path_factory) -> Path:
 
 def test_split_pose_quaternion_gives_the_recorded_rotation_in_gr00t_order(split):
     assert validate(split) == []
-    modality = json.loads((split / "meta/modality.json").read_text())
+    modality = json.loads((split / layout.MODALITY_PATH).read_text())
     assert modality["action"] == {
         "ee_position": {"start": 0, "end": 3, "absolute": True},
         "ee_rotation": {"start": 3, "end": 7, "absolute": True, "rotation_type": "quaternion"},
         "gripper": {"start": 7, "end": 8, "absolute": True},
     }
-    info = json.loads((split / "meta/info.json").read_text())
+    info = json.loads((split / layout.INFO_PATH).read_text())
     assert info["features"]["action"]["names"] == ["x", "y", "z", "qw", "qx", "qy", "qz", "gripper"]
-    for line in (split / "meta/episodes.jsonl").read_text().splitlines():
+    for line in (split / layout.EPISODES_PATH).read_text().splitlines():
         e = json.loads(line)
-        table = pq.read_table(split / f"data/chunk-000/episode_{e['episode_index']:06d}.parquet")
+        table = pq.read_table(split / layout.data_path(e["episode_index"]))
         action = np.stack(table.column("action").to_numpy(zero_copy_only=False))
         with h5py.File(e["file"]) as f:
             recorded = f[f"data/{e['demo']}/actions"][()]
@@ -82,7 +83,7 @@ def test_rotation_type_only_on_a_key_of_its_width_and_in_gr00t_order(tmp_path):
 def test_validate_refuses_rotation_type_on_a_wider_key_and_non_bool_absolute(split, tmp_path):
     copy = tmp_path / "ds"
     shutil.copytree(split, copy)
-    path = copy / "meta/modality.json"
+    path = copy / layout.MODALITY_PATH
     modality = json.loads(path.read_text())
     modality["action"]["ee_position"]["rotation_type"] = "quaternion"  # 3 columns
     modality["action"]["gripper"]["absolute"] = "yes"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from l3_fixtures import CAMERAS, make_l2_file
 
-from l3 import stats
+from l3 import layout, stats
 from l3.convert import convert
 from l3.errors import ConfigError
 from l3.mapping import dump_mapping, load_mapping, mapping_from_dict, mapping_to_dict
@@ -55,33 +55,33 @@ def test_clean_dataset_passes(dataset, capsys):
 
 
 def test_blank_line_in_jsonl(copy, capsys):
-    p = copy / "meta/episodes.jsonl"
+    p = copy / layout.EPISODES_PATH
     p.write_text(p.read_text() + "\n")
     assert "meta/episodes.jsonl:4: blank line" in _messages(copy)
     assert validate_main([str(copy)]) == 1
 
 
 def test_index_gap_and_totals(copy):
-    lines = (copy / "meta/episodes.jsonl").read_text().splitlines()
+    lines = (copy / layout.EPISODES_PATH).read_text().splitlines()
     e = json.loads(lines[1])
     e["episode_index"] = 5
     lines[1] = json.dumps(e)
-    (copy / "meta/episodes.jsonl").write_text("\n".join(lines) + "\n")
-    _edit_json(copy / "meta/info.json", lambda d: d.update(total_frames=1))
+    (copy / layout.EPISODES_PATH).write_text("\n".join(lines) + "\n")
+    _edit_json(copy / layout.INFO_PATH, lambda d: d.update(total_frames=1))
     msg = _messages(copy)
     assert "episode_index 5 != 1" in msg and "total_frames is 1" in msg
 
 
 def test_missing_names_and_modality(copy):
-    _edit_json(copy / "meta/info.json", lambda d: d["features"]["action"].pop("names"))
-    _edit_json(copy / "meta/modality.json", lambda d: (d.pop("video"), d["action"]["gripper"].update(end=9)))
+    _edit_json(copy / layout.INFO_PATH, lambda d: d["features"]["action"].pop("names"))
+    _edit_json(copy / layout.MODALITY_PATH, lambda d: (d.pop("video"), d["action"]["gripper"].update(end=9)))
     msg = _messages(copy)
     assert "features.action.names" in msg
     assert "missing block 'video'" in msg and "action.gripper: bad slice" in msg
 
 
 def test_parquet_rows_tasks_and_timestamps(copy):
-    p = copy / "data/chunk-000/episode_000001.parquet"
+    p = copy / layout.data_path(1)
     t = pq.read_table(p)
     t = t.set_column(t.column_names.index("task_index"), "task_index", pa.array([7] * t.num_rows, pa.int64()))
     ts = t.column("timestamp").to_numpy().copy()
@@ -93,13 +93,13 @@ def test_parquet_rows_tasks_and_timestamps(copy):
 
 
 def test_video_frame_count(copy):
-    src = copy / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000000.mp4"
-    shutil.copy(src, copy / f"videos/chunk-000/observation.images.{CAMERAS[0]}/episode_000001.mp4")
+    src = copy / layout.video_path(0, layout.video_key(CAMERAS[0]))
+    shutil.copy(src, copy / layout.video_path(1, layout.video_key(CAMERAS[0])))
     assert "13 rows" in _messages(copy)  # episode 1 has 13 rows, the copied video 12 frames
 
 
 def test_stats_need_six_values(copy):
-    _edit_json(copy / "meta/stats.json", lambda d: d["action"].pop("q01"))
+    _edit_json(copy / layout.STATS_PATH, lambda d: d["action"].pop("q01"))
     assert "action: needs all of" in _messages(copy)
 
 

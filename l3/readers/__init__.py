@@ -1,1 +1,2 @@
-"""Readers: one per input layout, each producing :class:`l3.episode.Episode` objects."""
+"""Readers: one per input format, each a :class:`l3.readers.common.Reader` producing
+:class:`l3.episode.Episode` objects."""

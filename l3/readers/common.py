@@ -1,32 +1,144 @@
-"""Helpers shared by the readers (L2 demos, platform export, ALOHA): opening and caching files,
-attributes, float checks, raw camera frames."""
+"""What the readers (L2 demos, platform export, ALOHA) share: the :class:`Reader` protocol, the
+:class:`EpisodeRef` every reference extends, opening and caching files, error wrapping, attributes,
+float checks, raw camera frames."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 import h5py
 import numpy as np
 
+from l2.validate import READ_ERRORS
+from l3.episode import Episode
 from l3.errors import InputError
+from l3.mapping import Mapping, safe_name
 
 FRAME_CHUNK = 32
 """Camera frames (raw or JPEG rows) read from HDF5 at a time."""
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+Terms = dict[str, tuple[tuple[int, ...], str]]
+"""Shape and numpy dtype name of every dataset of an episode, by path relative to its group."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRef:
+    """A picklable pointer to one episode plus what the scan learnt about it (no arrays).
+
+    Each reader extends it with what it needs to find and describe its episodes.
+    """
+
+    format: ClassVar[str]
+    file: str
+    """The input named in messages (for an archive member: ``<archive>/<member>``)."""
+    group: str
+    """HDF5 path of the episode's group (``""``: the file's root)."""
+    length: int
+    source: str
+    success: bool = True
+    task: str | None = None
+    """The episode's own task text (None: the mapping's)."""
+    rate: float | None = None
+    """The rate (Hz) the input says it was recorded at; None: it does not say."""
+
+    def below(self, min_score: float) -> bool:
+        """Whether ``--min-score`` drops this episode (formats without a score keep every episode)."""
+        return False
+
+
+@dataclass
+class FileScan:
+    """Result of scanning one input: its episodes (in order), per-episode errors, its source tag."""
+
+    file: str
+    source: str
+    refs: list[EpisodeRef] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+
+
+class Reader(Protocol):
+    """One input format. Scanning reads attributes only (filters and numbering need no arrays);
+    :meth:`read` runs in worker processes and returns an episode whose frames are read lazily."""
+
+    format: str
+
+    def detect(self, f: h5py.File) -> bool:
+        """Whether the open file is in this format."""
+
+    def source_from_name(self, file: str) -> str | None:
+        """The source tag the file's name gives (known before scanning); None: the scan tells."""
+
+    def scan(self, file: str, source: str | None, f: h5py.File | None = None) -> FileScan:
+        """The episodes of ``file`` in order (``f``: the file already open); ``source`` None: the
+        reader's own tag. File-level problems raise InputError; per-episode ones are collected in
+        ``FileScan.errors`` (so that ``--skip-bad`` can skip just those episodes)."""
+
+    def describe(self, ref: EpisodeRef) -> tuple[Terms, dict[str, list[str]]]:
+        """The episode's datasets (cameras as (T, H, W, 3) uint8) and the per-column names the input
+        gives for them (e.g. from a platform export's ``/meta``)."""
+
+    def infer_mapping(self, ref: EpisodeRef, terms: Terms) -> Mapping:
+        """The default mapping for inputs like this episode (no config given)."""
+
+    def notices(self, refs: Sequence[EpisodeRef], mapping: Mapping) -> list[str]:
+        """What the user should know about these episodes under ``mapping``."""
+
+    def read(self, ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
+             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+        """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
+
+        Raises InputError naming the file and HDF5 path of the first problem. ``check=False``
+        skips the per-row checks; with ``check_frames`` every camera frame is read once (to prove
+        it readable) before returning, else an unreadable frame raises while the frames are consumed."""
+
+    def close(self) -> None:
+        """Close the files kept open by :meth:`read` (call when a conversion ends)."""
+
+
+SCAN_ERROR = "cannot read HDF5 metadata, truncated or corrupt?"
+
+
+def reading(file: str, path: str, what: str = "cannot read, truncated or corrupt?") -> _Reading:
+    """``with reading(file, path, what):`` turns what h5py or numpy raise on unreadable content
+    (:data:`l2.validate.READ_ERRORS`) into one InputError ``FILE:PATH: what (error)``; InputError
+    passes through."""
+    return _Reading(file, path, what)
+
+
+class _Reading:
+    """The context manager of :func:`reading` (a class: cheaper per episode than a generator-based one)."""
+
+    __slots__ = ("file", "path", "what")
+
+    def __init__(self, file: str, path: str, what: str):
+        self.file, self.path, self.what = file, path, what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None and issubclass(exc_type, READ_ERRORS):
+            raise InputError(self.file, self.path, f"{self.what} ({exc})") from None
 
 
 def check_name(file: str, path: str, name: str, what: str = "camera name") -> str:
     """Return ``name`` if it is safe as a path component of the output, else raise InputError."""
-    if not SAFE_NAME.match(name) or ".." in name or len(name) > 100:
+    if not safe_name(name) or len(name) > 100:
         raise InputError(file, path, f"unsafe {what} {name!r}: it becomes part of the output paths; "
                          "allowed: letters, digits, '_', '-', '.', '+' (no '..', no leading '.' or '-')")
     return name
+
+
+def read_all_frames(cameras: dict) -> None:
+    """Read every frame of every camera once (``check_frames``: an unreadable frame raises now)."""
+    for cam in cameras.values():
+        for _ in cam.chunks():
+            pass
 
 
 def attr_text(v, errors: str = "strict") -> str:
@@ -77,18 +189,19 @@ def check_finite(file: str, path: str, a: np.ndarray) -> None:
         raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
 
 
-def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | None, check: bool,
-               rows_of: str) -> np.ndarray:
-    """A mapped (T, d) float dataset as float32 (float64 inputs are cast), checked against ``row_shape``."""
-    if not isinstance(ds, h5py.Dataset):
-        raise InputError(file, path, "missing mapped dataset" if ds is None else "is not a dataset")
+def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | None, check: bool, rows: str,
+               missing: str = "missing mapped dataset") -> np.ndarray:
+    """A mapped (T, d) float dataset (h5py, or already read) as float32 (float64 inputs are cast), checked
+    against ``row_shape``; ``rows`` says where T comes from (``"num_samples is 12"``)."""
+    if not isinstance(ds, h5py.Dataset | np.ndarray):
+        raise InputError(file, path, missing if ds is None else "is not a dataset")
     if ds.dtype.kind != "f" or ds.ndim != 2:
         raise InputError(file, path, f"expected a (T, d) float array, got {ds.dtype.name} {ds.shape}")
     if ds.shape[0] != T:
-        raise InputError(file, path, f"{ds.shape[0]} rows but the episode has {T} ({rows_of})")
+        raise InputError(file, path, f"{ds.shape[0]} rows but {rows}")
     if row_shape is not None and tuple(ds.shape[1:]) != tuple(row_shape):
         raise InputError(file, path, f"shape {ds.shape} differs from {(T, *row_shape)} in the first episode")
-    a = ds[()]
+    a = ds if isinstance(ds, np.ndarray) else ds[()]
     if a.dtype != np.float32:
         a = a.astype(np.float32)
     if check:
@@ -130,7 +243,7 @@ class OneFileCache:
         if self.f is not None:
             try:
                 self.f.close()
-            except Exception:  # noqa: BLE001 - closing a broken file must not raise
+            except READ_ERRORS:  # closing a broken file must not raise
                 pass
         self.key, self.f = None, None
 
@@ -158,16 +271,6 @@ class _Using:
             self.cache.close()
 
 
-@dataclass
-class FileScan:
-    """Result of scanning one input: its episodes (in order), per-episode errors, its source tag."""
-
-    file: str
-    source: str
-    refs: list = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-
-
 class H5Frames:
     """Raw (T, H, W, 3) uint8 camera frames read lazily, FRAME_CHUNK at a time (a FrameSource).
 
@@ -183,7 +286,6 @@ class H5Frames:
         with self.opener() as f:
             ds = f[self.path]
             for i in range(0, self.shape[0], FRAME_CHUNK):
-                try:
-                    yield np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
-                except (OSError, RuntimeError, ValueError) as e:
-                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None
+                with reading(self.file, self.path, f"cannot read frames {i}.."):
+                    frames = np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
+                yield frames

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 from l3.errors import InputError
-from l3.readers.common import FRAME_CHUNK  # JPEG rows read and decoded at a time
+from l3.readers.common import FRAME_CHUNK, reading  # FRAME_CHUNK: JPEG rows read and decoded at a time
 
 _SOI = b"\xff\xd8"
 
@@ -78,15 +78,12 @@ class JpegFrames:
     """A FrameSource over a dataset of T JPEG rows (decoded lazily, FRAME_CHUNK at a time).
 
     ``opener()`` returns a context manager yielding the open h5py file (so a worker can reuse a
-    cached file); ``lengths`` optionally gives the valid byte count of each row (ALOHA
-    ``compress_len``).
+    cached file) or a mapping from ``path`` to the rows (ALOHA's padded rows, trimmed).
     """
 
     def __init__(self, opener: Callable[[], AbstractContextManager[h5py.File]], file: str, path: str,
-                 shape: tuple[int, int, int, int], what: Callable[[int], str] = lambda i: f"frame {i}",
-                 lengths: np.ndarray | None = None):
+                 shape: tuple[int, int, int, int], what: Callable[[int], str] = lambda i: f"frame {i}"):
         self.opener, self.file, self.path, self.shape, self.what = opener, file, path, shape, what
-        self.lengths = lengths
 
     def chunks(self) -> Iterator[np.ndarray]:
         T, H, W = self.shape[:3]
@@ -94,25 +91,16 @@ class JpegFrames:
         with self.opener() as f:
             ds = f[self.path]
             for i in range(0, T, FRAME_CHUNK):
-                try:
+                with reading(self.file, self.path, f"cannot read frames {i}.."):
                     rows = ds[i:min(i + FRAME_CHUNK, T)]
-                except (OSError, RuntimeError, ValueError) as e:
-                    raise InputError(self.file, self.path, f"cannot read frames {i}.. ({e})") from None
-                if self.lengths is not None:
-                    rows = [np.asarray(r)[:int(n)] for r, n in zip(rows, self.lengths[i:i + len(rows)])]
                 yield decode_rows(self.file, self.path, rows, i, decoder, (H, W))
 
 
-def first_frame_shape(file: str, path: str, ds: h5py.Dataset, what: Callable[[int], str],
-                      length: int | None = None) -> tuple[int, int]:
+def first_frame_shape(file: str, path: str, ds: h5py.Dataset, what: Callable[[int], str]) -> tuple[int, int]:
     """(H, W) of frame 0 of a JPEG dataset (decodes one image)."""
     if ds.shape[0] == 0:
         raise InputError(file, path, "no frames")
-    try:
+    with reading(file, path, "cannot read frame 0, truncated or corrupt?"):
         row = ds[0]
-    except (OSError, RuntimeError, ValueError) as e:
-        raise InputError(file, path, f"cannot read frame 0, truncated or corrupt? ({e})") from None
-    if length is not None:
-        row = np.asarray(row)[:length]
     img = decode_rows(file, path, [row], 0, JpegDecoder(file, path, what), None)
     return img.shape[1], img.shape[2]

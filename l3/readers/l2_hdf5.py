@@ -1,15 +1,17 @@
 """Reader for L2 HDF5 files (``shared/spec/l2-hdf5-schema.md``): /data/demo_<i> episodes.
 
-Scanning (:func:`scan_file`) reads only attributes, so filters and episode numbering are known
-before any array is touched; :func:`read_episode` opens the file again (in a worker process),
-checks the mapped datasets and returns an :class:`l3.episode.Episode` whose camera frames are
-read lazily in chunks.
+Scanning reads only attributes, so filters and episode numbering are known before any array is
+touched; :meth:`L2Reader.read` (in a worker process) reads the episode once through
+:func:`l2.validate.read_episode_data`, checks it (our checks, then every L2 schema rule through
+:func:`l2.validate.validate_episode`) and returns an :class:`l3.episode.Episode` whose camera frames
+are read lazily in chunks.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -17,59 +19,33 @@ import h5py
 import numpy as np
 
 from l2 import schema
+from l2.validate import read_episode_data, validate_episode
 from l3.episode import Episode
-from l3.errors import InputError
-from l3.mapping import Mapping
-from l3.readers import common
-from l3.readers.common import H5Frames, OneFileCache, attr_text, check_finite, open_hdf5
+from l3.errors import ConfigError, InputError
+from l3.mapping import Camera, Mapping, Slice
+from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, H5Frames, OneFileCache, Terms, attr_text,
+                               open_hdf5, read_all_frames, read_float, reading)
 
-try:  # the L2 validator (per-episode schema checks); optional until it lands
-    from l2 import validate as _l2
-    from l2.validate import validate_episode as _l2_validate_episode
-except ImportError:  # pragma: no cover - depends on the other engineer's progress
-    _l2 = _l2_validate_episode = None
+FORMAT = "l2"
+
+MEMORY_TERM_BYTES = 256 * 2**20
+"""Float datasets up to this size are read whole, once, for the checks and the mapping; larger
+ones (and non-float ones such as camera frames) stay on disk and are read in blocks or chunks."""
 
 
-@dataclass(frozen=True)
-class EpisodeRef:
-    """A picklable pointer to one episode plus what the scan learnt from its attributes."""
+@dataclass(frozen=True, kw_only=True)
+class L2Ref(EpisodeRef):
+    """One ``/data/demo_<i>`` episode and what the scan read from the attributes."""
 
-    file: str
+    format = FORMAT
     demo: str
-    length: int
-    success: bool
-    source: str
     legacy: bool
+    """No format_version: quaternions stored WXYZ."""
     env_name: str | None = None
-    rate: float | None = None
-    """Control rate the file says it was recorded at (1 / (sim dt x decimation) from env_args), Hz."""
     seed: int | None = None
-    attrs: tuple[tuple[str, object], ...] | None = field(default=None, compare=False)
+    attrs: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     """The group's num_samples / success / seed attributes as read by the scan (raw values, for the
-    L2 schema checks; None: read them again)."""
-
-    @property
-    def group(self) -> str:
-        return f"/{schema.DATA_GROUP}/{self.demo}"
-
-
-@dataclass
-class FileScan(common.FileScan):
-    """Result of scanning one file: its episodes, the per-episode errors met on the way, and what
-    the file's root attributes say (legacy layout, env name)."""
-
-    refs: list[EpisodeRef] = field(default_factory=list)
-    legacy: bool = False
-    env_name: str | None = None
-    rate: float | None = None
-
-
-_FILES = OneFileCache()
-
-
-def close_cached() -> None:
-    """Close the file kept open by :func:`read_episode` (call when a conversion ends)."""
-    _FILES.close()
+    L2 schema checks)."""
 
 
 _MISSING = object()
@@ -97,15 +73,54 @@ def _attr(gid, name: str):
     return h5py.AttributeManager(h5py.Group(gid))[name]
 
 
-def scan_file(file: str, source: str) -> FileScan:
-    """List the episodes of ``file`` in numeric demo order (attributes only).
+def recorded_rate(file: str, sim_args: object) -> float | None:
+    """Control rate from Isaac Lab's ``env_args["sim_args"]`` (``dt`` x ``decimation`` seconds per step), Hz;
+    None when the file does not say."""
+    if sim_args is None:
+        return None
+    dt = sim_args.get("dt") if isinstance(sim_args, dict) else None
+    decimation = sim_args.get("decimation") if isinstance(sim_args, dict) else None
+    if not (isinstance(dt, (int, float)) and isinstance(decimation, int) and dt > 0 and decimation > 0):
+        raise InputError(file, f"/{schema.DATA_GROUP}", f"env_args sim_args must hold dt > 0 and decimation >= 1, "
+                         f"got {sim_args!r}")
+    return 1.0 / (dt * decimation)
 
-    Raises InputError for file-level problems; per-episode attribute problems are collected in
-    ``FileScan.errors`` so that ``--skip-bad`` can skip just those episodes.
-    """
-    scan = FileScan(file=file, source=source)
-    with open_hdf5(file) as f:
-        try:
+
+def quaternion_notice(file: str, mapping: Mapping) -> str:
+    """The notice printed once per legacy file."""
+    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}] -> {s.quaternion_order.upper()}"
+             for grp, slices in (("state", mapping.state), ("action", mapping.action))
+             for s in slices if s.quaternion]
+    what = ", ".join(parts) if parts else "no quaternion slices mapped"
+    return f"notice: {file}: legacy file (no format_version): quaternions read as WXYZ: {what}"
+
+
+class L2Reader:
+    """L2 demos files (:class:`l3.readers.common.Reader`)."""
+
+    format = FORMAT
+
+    def __init__(self) -> None:
+        self._files = OneFileCache()
+
+    def _cached(self, file: str):
+        return self._files.using(file, lambda: open_hdf5(file))
+
+    def detect(self, f: h5py.File) -> bool:
+        """Checked last: any file with ``/data`` or ``/episodes`` (the scan explains what is wrong with it)."""
+        return schema.DATA_GROUP in f or schema.LEGACY_EPISODES_GROUP in f
+
+    def source_from_name(self, file: str) -> str:
+        """``scripted_``, ``rl_``, ``teleop_`` file name prefixes; else ``unknown``."""
+        return schema.source_from_filename(os.path.basename(file))
+
+    def scan(self, file: str, source: str | None, f: h5py.File | None = None) -> FileScan:
+        """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: the file name's tag."""
+        if f is None:
+            with open_hdf5(file) as f:
+                return self.scan(file, source, f)
+        scan = FileScan(file=file, source=source or self.source_from_name(file))
+        with reading(file, "/", SCAN_ERROR):
             version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
             if schema.DATA_GROUP not in f:
                 if schema.LEGACY_EPISODES_GROUP in f:
@@ -119,15 +134,16 @@ def scan_file(file: str, source: str) -> FileScan:
             if version is not None and int(version) > schema.FORMAT_VERSION:
                 raise InputError(file, "/", f"format_version {int(version)} is newer than this converter "
                                  f"({schema.FORMAT_VERSION})")
-            scan.legacy = version is None or int(version) == 0
+            legacy = version is None or int(version) == 0
+            env_name = rate = None
             env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
             if env_args is not None:
                 try:
                     args = json.loads(attr_text(env_args, errors="replace"))
-                    scan.env_name = args.get("env_name")
+                    env_name = args.get("env_name")
                 except (ValueError, AttributeError):
                     raise InputError(file, f"/{schema.DATA_GROUP}", "env_args is not a JSON object") from None
-                scan.rate = recorded_rate(file, args.get("sim_args"))
+                rate = recorded_rate(file, args.get("sim_args"))
             names = schema.sorted_demo_names(data.keys())
             if not names:
                 raise InputError(file, f"/{schema.DATA_GROUP}", "no demo_<i> episodes (empty file)")
@@ -150,178 +166,99 @@ def scan_file(file: str, source: str) -> FileScan:
                     scan.errors.append(InputError(file, where, f"{schema.ATTR_NUM_SAMPLES} is {n}, expected >= 1"))
                     continue
                 seed = _attr(gid, schema.ATTR_SEED)
-                seed = None if seed is _MISSING else seed
                 attrs = ((schema.ATTR_NUM_SAMPLES, raw_n), (schema.ATTR_SUCCESS, raw_success))
-                if seed is not None:
+                if seed is not _MISSING:
                     attrs += ((schema.ATTR_SEED, seed),)
-                scan.refs.append(EpisodeRef(
-                    file=file, demo=name, length=n, success=bool(raw_success),
-                    source=source, legacy=scan.legacy, env_name=scan.env_name, rate=scan.rate,
-                    seed=None if seed is None else int(seed), attrs=attrs))
-        except InputError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise InputError(file, "/", f"cannot read HDF5 metadata, truncated or corrupt? ({e})") from None
-    return scan
+                scan.refs.append(L2Ref(
+                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=scan.source,
+                    legacy=legacy, env_name=env_name, rate=rate,
+                    seed=None if seed is _MISSING else int(seed), attrs=attrs))
+        return scan
 
-
-def describe(ref: EpisodeRef) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Shape and dtype of every dataset of one episode, by path relative to its group."""
-    out: dict[str, tuple[tuple[int, ...], str]] = {}
-    with open_hdf5(ref.file) as f:
-        g = f[ref.group]
+    def describe(self, ref: L2Ref) -> tuple[Terms, dict[str, list[str]]]:
+        out: Terms = {}
 
         def visit(name: str, obj) -> None:
             if isinstance(obj, h5py.Dataset):
                 out[name] = (tuple(obj.shape), obj.dtype.name)
 
-        g.visititems(visit)
-    return out
+        with self._cached(ref.file) as f:
+            f[ref.group].visititems(visit)
+        return out, {}
 
-
-MEMORY_TERM_BYTES = 256 * 2**20
-"""Float datasets up to this size are read whole, once, for the checks and the mapping; larger
-ones (and non-float ones such as camera frames) stay on disk and are read in blocks or chunks."""
-
-
-_FLAT_NAMES: dict[str, list[tuple[str, bytes]]] = {}
-"""The last list of dataset names seen in a group (by path prefix), sorted: episodes of a file
-usually share their layout, and listing a group costs more than opening what it holds."""
-
-
-def _datasets(gid, prefix: str) -> list[tuple[str, object]]:
-    """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, in the
-    order ``l2.validate`` visits them (sorted by name at each level, nested groups included)."""
-    cached = _FLAT_NAMES.get(prefix)
-    if cached is not None and gid.get_num_objs() == len(cached):
-        # the group holds as many links as the cached names: if every cached name opens as a
-        # dataset, its links are exactly those names (link names are unique)
-        try:
-            return [(f"{prefix}{name}", h5py.h5d.open(gid, raw)) for name, raw in cached]
-        except (KeyError, ValueError, TypeError, RuntimeError, OSError):
-            pass
-    out: list[tuple[str, object]] = []
-    flat: list[tuple[str, bytes]] | None = []
-    for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
-        raw = name.encode("utf-8", "surrogateescape")
-        obj = h5py.h5o.open(gid, raw)
-        if isinstance(obj, h5py.h5d.DatasetID):
-            out.append((f"{prefix}{name}", obj))
-            if flat is not None:
-                flat.append((name, raw))
+    def infer_mapping(self, ref: L2Ref, terms: Terms) -> Mapping:
+        """Float (T, d) observation terms become state keys (except the ``obs/actions`` echo of the previous
+        action), (T, H, W, 3) uint8 terms become cameras, and ``actions`` becomes ``action.ee_pose`` +
+        ``action.gripper`` when it has the lift-cube width 8 (IK-absolute pose, scalar-last quaternion) or a
+        single ``action.actions`` key otherwise; robot_type and task from the env name."""
+        action_key = schema.ACTIONS
+        state: list[Slice] = []
+        cameras: list[Camera] = []
+        for path, (shape, dtype) in terms.items():
+            if path == action_key or not path.startswith(schema.OBS + "/"):
+                continue
+            name = path[len(schema.OBS) + 1:]
+            if schema.is_camera_term(shape, dtype):
+                cameras.append(Camera(name.replace("/", "_"), path))
+            elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
+                state.append(Slice(name.replace("/", "_"), path))
+        if action_key not in terms:
+            raise ConfigError(f"cannot infer a mapping: no '{action_key}' dataset in the episode")
+        ashape = terms[action_key][0]
+        if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
+            q = schema.EE_QUAT_SLICE
+            action = (
+                Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
+                      quaternion=(q.start, q.stop)),
+                Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
+            )
+            action_dim = schema.LIFT_ACTION_DIM
         else:
-            flat = None
-            if isinstance(obj, h5py.h5g.GroupID):
-                out += _datasets(obj, f"{prefix}{name}/")
-    if flat is not None:
-        _FLAT_NAMES[prefix] = flat
-    return out
+            action = (Slice("actions", action_key),)
+            action_dim = None
+        if not state:
+            raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
+        env = ref.env_name or ""
+        robot = "franka_panda" if "franka" in env.lower() else "unknown"
+        return Mapping(robot_type=robot, fps=None, task=env or "unknown task",
+                       state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
 
+    def notices(self, refs: Sequence[L2Ref], mapping: Mapping) -> list[str]:
+        """One notice per legacy file: how its quaternions are read."""
+        return [quaternion_notice(file, mapping) for file in dict.fromkeys(r.file for r in refs if r.legacy)]
 
-_MTYPES: dict[np.dtype, object] = {}
-_TYPES: list[tuple[object, np.dtype]] = []
-"""HDF5 types seen, with their numpy dtype: comparing types is much cheaper than converting one."""
+    def read(self, ref: L2Ref, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
+             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+        """Read and check one episode (see :meth:`l3.readers.common.Reader.read`).
 
-
-def _dtype(did) -> np.dtype:
-    t = did.get_type()
-    for tid, dt in _TYPES:
-        if t == tid:
-            return dt
-    dt = t.dtype
-    if len(_TYPES) < 16:
-        _TYPES.append((t, dt))
-    return dt
-
-
-def _load(did) -> np.ndarray | h5py.Dataset:
-    """A float dataset as an array (one H5Dread, no high-level lookups); others as h5py datasets."""
-    dt = _dtype(did)
-    shape = did.shape
-    if dt.kind == "f" and shape and dt.itemsize * math.prod(shape) <= MEMORY_TERM_BYTES:
-        a = np.empty(shape, dtype=dt)
-        if a.size:
-            mtype = _MTYPES.get(dt)
-            if mtype is None:  # building the memory type is most of a small read's cost: once per dtype
-                mtype = _MTYPES[dt] = h5py.h5t.py_create(dt)
-            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a, mtype)
-        return a
-    return h5py.Dataset(did)
-
-
-def _open_kind(gid, name: str, want):
-    """(kind, object): ("missing", None), ("other", None) or (want's kind, the low-level object)."""
-    raw = name.encode()
-    try:
-        return "ok", (h5py.h5d.open if want == "dataset" else h5py.h5g.open)(gid, raw)
-    except (KeyError, ValueError, TypeError, RuntimeError, OSError):
-        pass
-    if not gid.links.exists(raw):
-        return "missing", None
-    obj = h5py.h5o.open(gid, raw)  # raises for a dangling link: reported as unreadable
-    ok = isinstance(obj, h5py.h5d.DatasetID if want == "dataset" else h5py.h5g.GroupID)
-    return ("ok", obj) if ok else ("other", None)
-
-
-def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
-                 task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
-    """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
-
-    Raises InputError naming the file and HDF5 path of the first problem. Every dataset of
-    ``actions`` and ``obs/`` is read once (float terms into memory), then checked in memory: the
-    lengths, the mapped terms, and every rule of ``l2.validate`` (finite values in every float term,
-    the action width and unit quaternions, ...). ``check=False`` skips the per-row checks (finite
-    values, every term's length, the L2 schema validator). With ``check_frames`` all camera frames
-    are read once (to prove they are readable) before returning; otherwise an unreadable frame
-    raises InputError while the frames are consumed.
-    """
-    file = ref.file
-    with _FILES.using(file, lambda: open_hdf5(file)) as f:
-        try:
+        Every dataset of ``actions`` and ``obs/`` is read once (float terms into memory), then checked
+        in memory: the lengths, the mapped terms, and every rule of ``l2.validate`` (finite values in
+        every float term, the action width and unit quaternions, ...). ``check=False`` skips the
+        per-row checks (finite values, every term's length, the L2 schema rules).
+        """
+        file, T = ref.file, ref.length
+        with self._cached(file) as f, reading(file, ref.group):
             try:
-                gid = h5py.h5g.open(f.id, ref.group.encode())
+                g = h5py.Group(h5py.h5g.open(f.id, ref.group.encode()))
             except (KeyError, ValueError, TypeError):
                 raise InputError(file, ref.group, "missing episode group") from None
-            g = h5py.Group(gid)
-            T = ref.length
-            # one pass over the episode's datasets: actions and obs/... (what every check needs)
-            loaded: dict[str, np.ndarray | h5py.Dataset] = {}
-            actions_kind, obj = _open_kind(gid, schema.ACTIONS, "dataset")
-            if obj is not None:
-                loaded[schema.ACTIONS] = _load(obj)
-            obs_kind, obj = _open_kind(gid, schema.OBS, "group")
-            if obj is not None:
-                for name, did in _datasets(obj, f"{schema.OBS}/"):
-                    loaded[name] = _load(did)
+            data = read_episode_data(g, MEMORY_TERM_BYTES, dict(ref.attrs))
+            loaded = dict(data.obs)
+            if data.actions is not None:
+                loaded = {schema.ACTIONS: data.actions, **loaded}
             if check:
                 for term, a in loaded.items():  # actions first, then obs/... in name order
                     n = a.shape[0] if a.shape else 0
                     if n != T:
-                        other = "" if term == schema.ACTIONS else f" (actions has {_len(loaded, schema.ACTIONS)})"
+                        other = "" if term == schema.ACTIONS else f" (actions has {_rows(data.actions)})"
                         raise InputError(file, f"{ref.group}/{term}", f"{n} rows but num_samples is {T}{other}")
             arrays: dict[str, np.ndarray] = {}
             for s in (*mapping.state, *mapping.action):
-                if s.source in arrays:
-                    continue
-                path = f"{ref.group}/{s.source}"
-                ds = loaded.get(s.source)
-                if ds is None:
-                    ds = g.get(s.source)  # a mapped source outside actions and obs/
-                if not isinstance(ds, h5py.Dataset | np.ndarray):
-                    raise InputError(file, path, "missing mapped term" if ds is None else "is not a dataset")
-                if ds.dtype.kind != "f" or ds.ndim != 2:
-                    raise InputError(file, path, f"expected a (T, d) float array, got {ds.dtype.name} {ds.shape}")
-                if ds.shape[0] != T:
-                    raise InputError(file, path, f"{ds.shape[0]} rows but num_samples is {T}")
-                if tuple(ds.shape[1:]) != dims[s.source]:
-                    raise InputError(file, path, f"shape {ds.shape} differs from {(T, *dims[s.source])} "
-                                     "in the first episode")
-                a = ds if isinstance(ds, np.ndarray) else ds[()]
-                if a.dtype != np.float32:
-                    a = a.astype(np.float32)
-                if check:
-                    check_finite(file, path, a)
-                arrays[s.source] = a
+                if s.source not in arrays:
+                    ds = loaded.get(s.source)
+                    arrays[s.source] = read_float(file, f"{ref.group}/{s.source}",
+                                                  g.get(s.source) if ds is None else ds, T, dims[s.source], check,
+                                                  f"num_samples is {T}", missing="missing mapped term")
             cameras: dict[str, H5Frames] = {}
             for c in mapping.cameras:
                 path = f"{ref.group}/{c.source}"
@@ -339,70 +276,39 @@ def read_episode(ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, .
                     raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
                                      "in the first episode")
                 cameras[c.key] = H5Frames(partial(open_hdf5, file), file, path, tuple(ds.shape))
-            if check and _l2_validate_episode is not None:
-                if actions_kind != "other" and obs_kind == "ok":  # checked on the arrays already read
-                    terms = [_l2.Term(f"{ref.group}/{k}", v) for k, v in loaded.items() if k != schema.ACTIONS]
-                    act = loaded.get(schema.ACTIONS)
-                    violations = _l2.validate_episode_data(
-                        file, ref.group, g.attrs if ref.attrs is None else dict(ref.attrs),
-                        None if act is None else _l2.Term(f"{ref.group}/{schema.ACTIONS}", act),
-                        terms, action_dim=mapping.action_dim)
-                else:  # layouts only the HDF5 walk describes (actions a group, flat or missing obs)
-                    violations = _l2_validate_episode(file, g, action_dim=mapping.action_dim)
+            if check:
+                violations = validate_episode(file, data, action_dim=mapping.action_dim)
                 if violations:
                     v = violations[0]
                     raise InputError(v.file, v.path, v.message)
-        except InputError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise InputError(file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
 
-    def take(s) -> np.ndarray:
-        a = arrays[s.source][:, s.start:s.end]
-        stored = "wxyz" if ref.legacy else "xyzw"  # legacy files store quaternions WXYZ
-        if s.quaternion and stored != s.quaternion_order:
-            a = a.copy()
-            q0 = s.quaternion[0]
-            a[:, q0:q0 + 4] = a[:, [q0 + stored.index(c) for c in s.quaternion_order]]
-        return np.ascontiguousarray(a)
+        def take(s) -> np.ndarray:
+            a = arrays[s.source][:, s.start:s.end]
+            stored = "wxyz" if ref.legacy else "xyzw"  # legacy files store quaternions WXYZ
+            if s.quaternion and stored != s.quaternion_order:
+                a = a.copy()
+                q0 = s.quaternion[0]
+                a[:, q0:q0 + 4] = a[:, [q0 + stored.index(c) for c in s.quaternion_order]]
+            return np.ascontiguousarray(a)
 
-    if check_frames:
-        for cam in cameras.values():
-            for _ in cam.chunks():
-                pass
-    fields = {"file": ref.file, "demo": ref.demo}
-    if ref.env_name is not None:
-        fields["env_name"] = ref.env_name
-    if ref.seed is not None:
-        fields["seed"] = ref.seed
-    return Episode(length=ref.length, state={s.key: take(s) for s in mapping.state},
-                   action={s.key: take(s) for s in mapping.action}, cameras=cameras,
-                   task=mapping.task if task is None else task, source=ref.source, success=ref.success,
-                   fields=fields)
+        if check_frames:
+            read_all_frames(cameras)
+        fields = {"file": ref.file, "demo": ref.demo}
+        if ref.env_name is not None:
+            fields["env_name"] = ref.env_name
+        if ref.seed is not None:
+            fields["seed"] = ref.seed
+        return Episode(length=T, state={s.key: take(s) for s in mapping.state},
+                       action={s.key: take(s) for s in mapping.action}, cameras=cameras,
+                       task=mapping.task if task is None else task, source=ref.source, success=ref.success,
+                       fields=fields)
+
+    def close(self) -> None:
+        self._files.close()
 
 
-def _len(loaded: dict, name: str) -> int | str:
-    ds = loaded.get(name)
-    return ds.shape[0] if ds is not None and ds.shape else "no rows"
+def _rows(actions) -> int | str:
+    return actions.shape[0] if actions is not None and actions.shape else "no rows"
 
 
-def recorded_rate(file: str, sim_args: object) -> float | None:
-    """Control rate from Isaac Lab's ``env_args["sim_args"]`` (``dt`` x ``decimation`` seconds per step), Hz;
-    None when the file does not say."""
-    if sim_args is None:
-        return None
-    dt = sim_args.get("dt") if isinstance(sim_args, dict) else None
-    decimation = sim_args.get("decimation") if isinstance(sim_args, dict) else None
-    if not (isinstance(dt, (int, float)) and isinstance(decimation, int) and dt > 0 and decimation > 0):
-        raise InputError(file, f"/{schema.DATA_GROUP}", f"env_args sim_args must hold dt > 0 and decimation >= 1, "
-                         f"got {sim_args!r}")
-    return 1.0 / (dt * decimation)
-
-
-def quaternion_notice(file: str, mapping: Mapping) -> str:
-    """The notice printed once per legacy file."""
-    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}] -> {s.quaternion_order.upper()}"
-             for grp, slices in (("state", mapping.state), ("action", mapping.action))
-             for s in slices if s.quaternion]
-    what = ", ".join(parts) if parts else "no quaternion slices mapped"
-    return f"notice: {file}: legacy file (no format_version): quaternions read as WXYZ: {what}"
+READER = L2Reader()

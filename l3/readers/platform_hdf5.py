@@ -17,6 +17,7 @@ import os
 import re
 import tarfile
 import zlib
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -26,8 +27,8 @@ import numpy as np
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Camera, Mapping, Slice
-from l3.readers.common import (FileScan, OneFileCache, attr_list, attr_text, check_name, open_hdf5,
-                               read_float)
+from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, OneFileCache, Terms, attr_list, attr_text,
+                               check_name, open_hdf5, read_all_frames, read_float, reading)
 from l3.readers.jpeg import JpegFrames, first_frame_shape
 
 FORMAT = "platform"
@@ -42,17 +43,12 @@ CHUNK_RE = re.compile(r"chunk_(\d+)\.(?:hdf5|h5)$")
 EPISODE_RE = re.compile(r"episode_(\d+)$")
 
 
-@dataclass(frozen=True)
-class PlatformRef:
-    """A picklable pointer to one episode (in a chunk file or in a chunk member of an archive)."""
+@dataclass(frozen=True, kw_only=True)
+class PlatformRef(EpisodeRef):
+    """One episode in a chunk file or in a chunk member of an archive (``file``: ``<archive>/<member>``)."""
 
-    file: str
-    """Chunk file path, or ``<archive>/<member>`` for a chunk inside an archive (used in messages)."""
+    format = FORMAT
     episode: str
-    length: int
-    source: str
-    chunk: int | None
-    task: str | None
     task_zh: str | None
     score: float | None
     robot_type: str | None = None
@@ -60,20 +56,10 @@ class PlatformRef:
     member: str | None = None
     offset: int = 0
     size: int = 0
-    format: str = FORMAT
-    success: bool = True
-    legacy: bool = False
-    env_name: str | None = None
 
-    @property
-    def group(self) -> str:
-        return f"/{DATA}/{self.episode}"
-
-
-def is_platform(f: h5py.File) -> bool:
-    """True when ``/data`` holds ``episode_<N>`` groups."""
-    data = f.get(DATA)
-    return isinstance(data, h5py.Group) and any(EPISODE_RE.match(k) for k in data.keys())
+    def below(self, min_score: float) -> bool:
+        """Episodes without a score count as below any ``--min-score``."""
+        return self.score is None or self.score < min_score
 
 
 def is_archive(path: str) -> bool:
@@ -116,33 +102,6 @@ class _Archive:
         self.f.close()
 
 
-_FILES = OneFileCache()
-_ARCHIVES: dict[str, _Archive] = {}
-
-
-def _open_ref(ref: PlatformRef) -> h5py.File:
-    if ref.archive is None:
-        return open_hdf5(ref.file)
-    arch = _ARCHIVES.get(ref.archive)
-    if arch is None:
-        close_cached()
-        arch = _ARCHIVES[ref.archive] = _Archive(ref.archive)
-    data = arch.read(ref.file, ref.offset, ref.size)
-    return open_hdf5(ref.file, lambda: h5py.File(io.BytesIO(data), "r"))
-
-
-def _cached(ref: PlatformRef) -> AbstractContextManager[h5py.File]:
-    return _FILES.using((ref.archive, ref.file), lambda: _open_ref(ref))
-
-
-def close_cached() -> None:
-    """Close the chunk file (and archive) kept open by :func:`read_episode`."""
-    _FILES.close()
-    for a in _ARCHIVES.values():
-        a.close()
-    _ARCHIVES.clear()
-
-
 # --------------------------------------------------------------------------- scan
 
 
@@ -164,7 +123,7 @@ def _read_meta(f: h5py.File, file: str) -> _Meta:
     calib: dict[str, dict[str, str]] = {}
     if not isinstance(meta, h5py.Group):
         return _Meta(robot, names, calib)
-    try:
+    with reading(file, f"/{META}", "cannot read meta"):
         for key in ("meta.robot_type", "robot_type"):
             if key in meta.attrs:
                 robot = attr_text(meta.attrs[key])
@@ -187,8 +146,6 @@ def _read_meta(f: h5py.File, file: str) -> _Meta:
                     continue
                 calib[cam] = {k: attr_text(g[k][()]) for k in ("intrinsic", "extrinsic")
                               if isinstance(g.get(k), h5py.Dataset)}
-    except (UnicodeDecodeError, OSError, KeyError, ValueError, TypeError) as e:
-        raise InputError(file, f"/{META}", f"cannot read meta ({e})") from None
     return _Meta(robot, names, calib)
 
 
@@ -238,24 +195,9 @@ def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **wher
             scan.errors.append(e)
             continue
         scan.refs.append(PlatformRef(
-            file=file, episode=name, length=T, source=src, chunk=where.get("chunk"),
+            file=file, group=where_, episode=name, length=T, source=src, rate=FPS,
             task=task.strip() or None if task is not None else None, task_zh=task_zh, score=score,
-            robot_type=meta.robot_type, **{k: v for k, v in where.items() if k != "chunk"}))
-
-
-def scan_file(file: str, source: str | None = None) -> FileScan:
-    """List the episodes of a chunk file or of an export archive (attributes only), in order."""
-    scan = FileScan(file, source or DEFAULT_SOURCE)
-    if is_archive(file):
-        return _scan_archive(file, scan, source)
-    with open_hdf5(file) as f:
-        try:
-            _scan_h5(f, file, scan, source, chunk=chunk_number(file))
-        except InputError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise InputError(file, "/", f"cannot read HDF5 metadata, truncated or corrupt? ({e})") from None
-    return scan
+            robot_type=meta.robot_type, **where))
 
 
 def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
@@ -269,14 +211,10 @@ def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
                 display = f"{archive}/{m.name}"
                 data = tf.extractfile(m).read()
                 part = FileScan(display, scan.source)
-                with open_hdf5(display, lambda: h5py.File(io.BytesIO(data), "r")) as f:
-                    try:
-                        _scan_h5(f, display, part, source, chunk=n, archive=archive, member=m.name,
-                                 offset=m.offset_data, size=m.size)
-                    except InputError:
-                        raise
-                    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-                        raise InputError(display, "/", f"cannot read HDF5 metadata ({e})") from None
+                with open_hdf5(display, lambda: h5py.File(io.BytesIO(data), "r")) as f, \
+                        reading(display, "/", "cannot read HDF5 metadata"):
+                    _scan_h5(f, display, part, source, archive=archive, member=m.name, offset=m.offset_data,
+                             size=m.size)
                 members.append((n, part))
                 del data
     except (tarfile.TarError, EOFError, zlib.error) as e:
@@ -307,54 +245,90 @@ def _camera_ds(file: str, path: str, ds, T: int) -> h5py.Dataset:
     return ds
 
 
-def describe(ref: PlatformRef) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Shape and dtype of every dataset of one episode; cameras as (T, H, W, 3) uint8 (frame 0 decoded)."""
-    out: dict[str, tuple[tuple[int, ...], str]] = {}
-    with _cached(ref) as f:
-        g = f[ref.group]
-        for name, ds in g.items():
-            if not isinstance(ds, h5py.Dataset):
-                continue
-            if name.startswith(IMAGE_PREFIX):
-                path = f"{ref.group}/{name}"
-                cam = name[len(IMAGE_PREFIX):]
-                _camera_ds(ref.file, path, ds, ds.shape[0] if ds.shape else 0)
-                h, w = first_frame_shape(ref.file, path, ds, lambda i, c=cam: f"camera {c}, frame {i}")
-                out[name] = ((ds.shape[0], h, w, 3), "uint8")
-            else:
-                out[name] = (tuple(ds.shape), ds.dtype.name)
-    return out
+class PlatformReader:
+    """Platform export chunks and archives (:class:`l3.readers.common.Reader`)."""
 
+    format = FORMAT
 
-def source_names(ref: PlatformRef) -> dict[str, list[str]]:
-    """Per-column names of the episode's datasets from ``/meta`` (gripper: [right, left] by convention)."""
-    with _cached(ref) as f:
-        names = _read_meta(f, ref.file).names
-        g = f[ref.group]
-        grip = g.get(GRIPPER)
-        if GRIPPER not in names and isinstance(grip, h5py.Dataset) and grip.shape[1:] == (2,):
-            names[GRIPPER] = list(GRIPPER_NAMES)
-    return names
+    def __init__(self) -> None:
+        self._files = OneFileCache()
+        self._archives: dict[str, _Archive] = {}
 
+    def _open_ref(self, ref: PlatformRef) -> h5py.File:
+        if ref.archive is None:
+            return open_hdf5(ref.file)
+        arch = self._archives.get(ref.archive)
+        if arch is None:
+            self.close()
+            arch = self._archives[ref.archive] = _Archive(ref.archive)
+        data = arch.read(ref.file, ref.offset, ref.size)
+        return open_hdf5(ref.file, lambda: h5py.File(io.BytesIO(data), "r"))
 
-def infer_mapping(terms: dict[str, tuple[tuple[int, ...], str]], ref: PlatformRef) -> Mapping:
-    """Default mapping: state.joints (+ state.gripper), action.joints, every camera as video.<cam>."""
-    state = [Slice("joints", STATE)] if STATE in terms else []
-    if GRIPPER in terms:
-        state.append(Slice("gripper", GRIPPER))
-    if not state:
-        raise InputError(ref.file, f"{ref.group}/{STATE}", "missing dataset (cannot infer a mapping)")
-    cams = tuple(Camera(n[len(IMAGE_PREFIX):], n) for n in sorted(terms) if n.startswith(IMAGE_PREFIX))
-    return Mapping(robot_type=ref.robot_type or DEFAULT_SOURCE, fps=FPS, task="unspecified task",
-                   state=tuple(state), action=(Slice("joints", ACTION),), cameras=cams)
+    def _cached(self, ref: PlatformRef) -> AbstractContextManager[h5py.File]:
+        return self._files.using((ref.archive, ref.file), lambda: self._open_ref(ref))
 
+    def detect(self, f: h5py.File) -> bool:
+        """``/data`` holds ``episode_<N>`` groups."""
+        data = f.get(DATA)
+        return isinstance(data, h5py.Group) and any(EPISODE_RE.match(k) for k in data.keys())
 
-def read_episode(ref: PlatformRef, mapping: Mapping, dims: dict[str, tuple[int, ...]],
-                 task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
-    """Read and check one episode (see :func:`l3.readers.l2_hdf5.read_episode` for the arguments)."""
-    file, T = ref.file, ref.length
-    with _cached(ref) as f:
-        try:
+    def source_from_name(self, file: str) -> None:
+        return None
+
+    def scan(self, file: str, source: str | None, f: h5py.File | None = None) -> FileScan:
+        """The episodes of a chunk file or of an export archive (attributes only), in order."""
+        scan = FileScan(file, source or DEFAULT_SOURCE)
+        if f is None and is_archive(file):
+            return _scan_archive(file, scan, source)
+        if f is None:
+            with open_hdf5(file) as f:
+                return self.scan(file, source, f)
+        with reading(file, "/", SCAN_ERROR):
+            _scan_h5(f, file, scan, source)
+        return scan
+
+    def describe(self, ref: PlatformRef) -> tuple[Terms, dict[str, list[str]]]:
+        """Cameras as (T, H, W, 3) uint8 (frame 0 decoded); names from ``/meta`` (gripper: [right, left] by
+        convention)."""
+        out: Terms = {}
+        with self._cached(ref) as f:
+            g = f[ref.group]
+            for name, ds in g.items():
+                if not isinstance(ds, h5py.Dataset):
+                    continue
+                if name.startswith(IMAGE_PREFIX):
+                    path = f"{ref.group}/{name}"
+                    cam = name[len(IMAGE_PREFIX):]
+                    _camera_ds(ref.file, path, ds, ds.shape[0] if ds.shape else 0)
+                    h, w = first_frame_shape(ref.file, path, ds, lambda i, c=cam: f"camera {c}, frame {i}")
+                    out[name] = ((ds.shape[0], h, w, 3), "uint8")
+                else:
+                    out[name] = (tuple(ds.shape), ds.dtype.name)
+            names = _read_meta(f, ref.file).names
+            grip = g.get(GRIPPER)
+            if GRIPPER not in names and isinstance(grip, h5py.Dataset) and grip.shape[1:] == (2,):
+                names[GRIPPER] = list(GRIPPER_NAMES)
+        return out, names
+
+    def infer_mapping(self, ref: PlatformRef, terms: Terms) -> Mapping:
+        """state.joints (+ state.gripper), action.joints, every camera as video.<cam>."""
+        state = [Slice("joints", STATE)] if STATE in terms else []
+        if GRIPPER in terms:
+            state.append(Slice("gripper", GRIPPER))
+        if not state:
+            raise InputError(ref.file, f"{ref.group}/{STATE}", "missing dataset (cannot infer a mapping)")
+        cams = tuple(Camera(n[len(IMAGE_PREFIX):], n) for n in sorted(terms) if n.startswith(IMAGE_PREFIX))
+        return Mapping(robot_type=ref.robot_type or DEFAULT_SOURCE, fps=FPS, task="unspecified task",
+                       state=tuple(state), action=(Slice("joints", ACTION),), cameras=cams)
+
+    def notices(self, refs: Sequence[PlatformRef], mapping: Mapping) -> list[str]:
+        return []
+
+    def read(self, ref: PlatformRef, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
+             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+        """Read and check one episode (see :meth:`l3.readers.common.Reader.read`)."""
+        file, T = ref.file, ref.length
+        with self._cached(ref) as f, reading(file, ref.group):
             if ref.group not in f:
                 raise InputError(file, ref.group, "missing episode group")
             g = f[ref.group]
@@ -368,31 +342,36 @@ def read_episode(ref: PlatformRef, mapping: Mapping, dims: dict[str, tuple[int, 
             for s in (*mapping.state, *mapping.action):
                 if s.source not in arrays:
                     arrays[s.source] = read_float(file, f"{ref.group}/{s.source}", g.get(s.source), T,
-                                                  dims[s.source], check, ACTION)
+                                                  dims[s.source], check, f"the episode has {T} ({ACTION})")
             cameras: dict[str, JpegFrames] = {}
             for c in mapping.cameras:
                 path = f"{ref.group}/{c.source}"
                 _camera_ds(file, path, g.get(c.source), T)
                 h, w = dims[c.source][:2]
                 name = c.source[len(IMAGE_PREFIX):] if c.source.startswith(IMAGE_PREFIX) else c.source
-                cameras[c.key] = JpegFrames(lambda: _cached(ref), file, path, (T, h, w, 3),
+                cameras[c.key] = JpegFrames(lambda: self._cached(ref), file, path, (T, h, w, 3),
                                             lambda i, n=name: f"camera {n}, frame {i}")
             calib = _read_meta(f, file).calibration
-        except InputError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise InputError(file, ref.group, f"cannot read, truncated or corrupt? ({e})") from None
-    if check_frames:
-        for cam in cameras.values():
-            for _ in cam.chunks():
-                pass
-    fields = {"file": ref.archive or ref.file, "chunk": os.path.basename(ref.member or ref.file),
-              "episode": ref.episode, "task_zh": ref.task_zh, "score": ref.score}
-    used = {c.source[len(IMAGE_PREFIX):] for c in mapping.cameras}
-    if any(k in used for k in calib):
-        fields["camera_calibration"] = {k: v for k, v in calib.items() if k in used}
-    take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start:s.end])  # noqa: E731
-    return Episode(length=T, state={s.key: take(s) for s in mapping.state},
-                   action={s.key: take(s) for s in mapping.action}, cameras=cameras,
-                   task=task if task is not None else (ref.task or mapping.task), source=ref.source,
-                   success=True, fields=fields)
+        if check_frames:
+            read_all_frames(cameras)
+        fields = {"file": ref.archive or ref.file, "chunk": os.path.basename(ref.member or ref.file),
+                  "episode": ref.episode, "task_zh": ref.task_zh, "score": ref.score}
+        used = {c.source[len(IMAGE_PREFIX):] for c in mapping.cameras}
+        if any(k in used for k in calib):
+            fields["camera_calibration"] = {k: v for k, v in calib.items() if k in used}
+        fields["format"] = FORMAT
+        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start:s.end])  # noqa: E731
+        return Episode(length=T, state={s.key: take(s) for s in mapping.state},
+                       action={s.key: take(s) for s in mapping.action}, cameras=cameras,
+                       task=task if task is not None else (ref.task or mapping.task), source=ref.source,
+                       success=True, fields=fields)
+
+    def close(self) -> None:
+        """Close the chunk file (and archive) kept open by :meth:`read`."""
+        self._files.close()
+        for a in self._archives.values():
+            a.close()
+        self._archives.clear()
+
+
+READER = PlatformReader()
