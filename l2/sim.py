@@ -20,7 +20,9 @@ def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str = 
     group.add_argument("--task", default=task, help="gym id of the task (default: %(default)s)")
     group.add_argument("--num_envs", type=int, default=num_envs, help="parallel envs (default: %(default)s)")
     group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
-    group.add_argument("--seed", type=int, default=42, help="env seed, recorded on every episode (default: %(default)s)")
+    group.add_argument(
+        "--seed", type=int, default=42, help="env seed, recorded on every episode (default: %(default)s)"
+    )
     group.add_argument(
         "--headless", action="store_true", default=True, help="no viewer (always on kit-less; kept for Isaac Lab's CLI)"
     )
@@ -32,15 +34,28 @@ def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str = 
     )
 
 
+def register_tasks() -> None:
+    """Register the gym ids of the base task and of every variant: each l2 subpackage registers its own
+    in its ``__init__`` (which imports nothing heavier than gymnasium)."""
+    import importlib
+    import pkgutil
+
+    import l2
+
+    for package in pkgutil.iter_modules(l2.__path__, "l2."):
+        if package.ispkg:
+            importlib.import_module(package.name)
+
+
 def load_env_cfg(
     task: str, device: str, num_envs: int, seed: int | None, overrides: Sequence[str] = ()
 ) -> ManagerBasedRLEnvCfg:
     """Parse the registered cfg with presets/overrides applied and make sure its robot asset exists."""
-    import l2.lift  # noqa: F401  (registers the gym ids)
     from isaaclab_tasks.utils import parse_env_cfg
 
     from l2.assets.franka_build import ensure_franka_usd, franka_usd_path
 
+    register_tasks()
     env_cfg = parse_env_cfg(task, device=device, num_envs=num_envs, overrides=list(overrides))
     env_cfg.seed = seed
     if getattr(env_cfg.scene.robot.spawn, "usd_path", None) == str(franka_usd_path()):

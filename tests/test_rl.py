@@ -24,7 +24,7 @@ from l2.validate import validate_file  # noqa: E402
 pytestmark = pytest.mark.sim
 
 REPO = Path(__file__).resolve().parents[1]
-RL_TASK = "L2-Lift-Cube-Franka-RL"
+RL_TASK = "L2-Lift-Cube-Franka-JointPos-Rel"
 LIFT_OBS = {  # the layout every source writes (see test_lift_env.py)
     "joint_pos": (9,),
     "joint_vel": (9,),
@@ -223,5 +223,7 @@ def test_equivalent_actions_drive_the_ik_absolute_env_along_the_rl_trajectory(ro
             if env.termination_manager.dones[0]:
                 break
     errors = np.array(errors)
-    print(f"IK-abs replay of {len(errors)} RL steps: mean {errors.mean() * 1000:.1f} mm, max {errors.max() * 1000:.1f} mm")
+    print(
+        f"IK-abs replay of {len(errors)} RL steps: mean {errors.mean() * 1000:.1f} mm, max {errors.max() * 1000:.1f} mm"
+    )
     assert errors.mean() < EE_POS_MEAN_TOL and errors.max() < EE_POS_TOL

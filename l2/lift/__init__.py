@@ -1,4 +1,8 @@
-"""Lift-cube task package: gym registration of the base task (cfgs import Isaac Lab lazily)."""
+"""Lift-cube task package: gym registration of the base task (cfgs import Isaac Lab lazily).
+
+Each variant registers itself beside its cfg (``l2.scripted``, ``l2.teleop``, ``l2.rl``);
+:func:`l2.sim.load_env_cfg` imports them all, as ``import isaaclab_tasks`` does for Isaac Lab's tasks.
+"""
 
 import gymnasium as gym
 
@@ -8,30 +12,5 @@ gym.register(
     id=TASK_ID,
     entry_point="isaaclab.envs:ManagerBasedRLEnv",
     kwargs={"env_cfg_entry_point": f"{__name__}.lift_env_cfg:LiftCubeEnvCfg"},
-    disable_env_checker=True,
-)
-
-gym.register(
-    id=f"{TASK_ID}-Scripted",
-    entry_point="isaaclab.envs:ManagerBasedRLEnv",
-    kwargs={"env_cfg_entry_point": "l2.scripted.env_cfg:ScriptedLiftCubeEnvCfg"},
-    disable_env_checker=True,
-)
-
-gym.register(
-    id=f"{TASK_ID}-Teleop",
-    entry_point="isaaclab.envs:ManagerBasedRLEnv",
-    kwargs={"env_cfg_entry_point": "l2.teleop.env_cfg:TeleopLiftCubeEnvCfg"},
-    disable_env_checker=True,
-)
-
-gym.register(
-    id="L2-Lift-Cube-Franka-RL",
-    entry_point="isaaclab.envs:ManagerBasedRLEnv",
-    kwargs={
-        "env_cfg_entry_point": "l2.rl.env_cfg:RLLiftCubeEnvCfg",
-        "rsl_rl_cfg_entry_point": "l2.rl.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
-        "rsl_rl_finetune_cfg_entry_point": "l2.rl.agents.rsl_rl_ppo_cfg:L2LiftCubePPOFinetuneCfg",
-    },
     disable_env_checker=True,
 )

@@ -26,8 +26,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from l2 import cli, sim
+from l2.rl import TASK_ID
 
-DEFAULT_TASK = "L2-Lift-Cube-Franka-RL"
+DEFAULT_TASK = TASK_ID
 AGENT_ENTRY_POINT = "rsl_rl_cfg_entry_point"
 
 
@@ -40,7 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="registry key of the rsl_rl cfg: rsl_rl_cfg_entry_point (from scratch) or rsl_rl_finetune_cfg_entry_point "
         "(from a warm start, no entropy bonus) (default: %(default)s)",
     )
-    group.add_argument("--max_iterations", type=int, default=None, help="PPO iterations (default: the agent cfg's, 1500 from scratch, 120 fine-tuning)")
+    group.add_argument(
+        "--max_iterations",
+        type=int,
+        default=None,
+        help="PPO iterations (default: the agent cfg's, 1500 from scratch, 120 fine-tuning)",
+    )
     start = group.add_mutually_exclusive_group()
     start.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
     start.add_argument(
@@ -51,7 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--critic_warmup", type=int, default=0, metavar="ITERS",
         help="first fit the new critic for ITERS iterations with the actor frozen (with --init; default: %(default)s)",
     )
-    group.add_argument("--log_root", default="logs/rl", help="runs are written to LOG_ROOT/<run> (default: %(default)s)")
+    group.add_argument(
+        "--log_root", default="logs/rl", help="runs are written to LOG_ROOT/<run> (default: %(default)s)"
+    )
     group.add_argument("--run_name", default=None, help="run folder name (default: date_time)")
     return parser.parse_args(argv)
 
