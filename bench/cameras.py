@@ -142,11 +142,16 @@ def _child(args: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     parser.add_argument("--rate-envs", default="4,16", help="env counts of the speed runs (default: %(default)s)")
     parser.add_argument("--rate-steps", type=int, default=120, help="timed steps per speed run (default: %(default)s)")
-    parser.add_argument("--memory-steps", type=int, default=100, help="episode length of the memory runs (default: %(default)s)")
+    parser.add_argument(
+        "--memory-steps", type=int, default=100, help="episode length of the memory runs (default: %(default)s)"
+    )
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -184,11 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     for n in [int(v) for v in args.rate_envs.split(",")]:
         off, on = results["rate"][f"{n}_off"], results["rate"][f"{n}_on"]
         step_off = off["total_s"] / args.rate_steps
-        step_on = on["total_s"] / args.rate_steps
         render, record = on["render_s"] / on["total_s"], on["record_s"] / on["total_s"]
         non_render = (on["total_s"] - on["render_s"]) / args.rate_steps / step_off
-        print(f"  {n:>4} {off['frames_per_s']:11.1f} {on['frames_per_s']:9.1f} {on['frames_per_s'] / off['frames_per_s']:6.2f}x "
-              f"{100 * render:6.0f}% {100 * record:6.0f}% {100 * (1 - render - record):6.0f}% {non_render:22.2f}x")
+        print(
+            f"  {n:>4} {off['frames_per_s']:11.1f} {on['frames_per_s']:9.1f} "
+            f"{on['frames_per_s'] / off['frames_per_s']:6.2f}x "
+            f"{100 * render:6.0f}% {100 * record:6.0f}% {100 * (1 - render - record):6.0f}% {non_render:22.2f}x"
+        )
         results["rate"][f"{n}_non_render_vs_state_only"] = non_render
     print("  (render/record/other: shares of a camera step's wall time; last column: a camera step minus its "
           "rendering, over a state-only step; target <= 1.20x)")

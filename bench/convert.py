@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from l3.mapping import VideoOptions, load_mapping  # noqa: E402
+from l3.mapping import load_mapping  # noqa: E402
 
 CONFIG = REPO / "config" / "lift_cube.yaml"
 
@@ -298,24 +298,47 @@ def main(argv: list[str] | None = None) -> int:
 
     s, v, m, wk = res["state"], res["video"], res["memory"], res["workers"]
     rows = [
-        ("state frames/s vs LeRobot 0.3.x add_frame", f"{s['ours_fps']:.0f} vs {s.get('lerobot_fps', float('nan')):.0f}",
-         f"{s.get('ratio_vs_lerobot', float('nan')):.1f}x", ">= 20x"),
-        ("state frames/s vs bare pyarrow write", f"{s['ours_fps']:.0f} vs {s['pyarrow_fps']:.0f}",
-         f"{s['ratio_vs_pyarrow']:.2f}x", ">= 0.5x"),
-        ("  vs h5py read + pyarrow write (no checks/stats/meta)", f"{s['ours_fps']:.0f} vs {s['read_write_fps']:.0f}",
-         f"{s['ratio_vs_read_write']:.2f}x", "(where the time goes)"),
-        (f"video encode frames/s vs ffmpeg CLI ({v['size']})",
-         f"{v['ours_fps']:.0f} vs {v.get('ffmpeg_fps', float('nan')):.0f}", f"{v.get('ratio', float('nan')):.2f}x",
-         ">= 0.9x"),
-        (f"peak RSS 1 vs {m['episodes'][1]} episodes", f"{m['peak_rss_mb'][0]:.0f} vs {m['peak_rss_mb'][1]:.0f} MB",
-         f"{m['ratio']:.2f}x", "<= 1.2x"),
-        (f"--workers 2 speed-up ({wk['cpus']} CPUs)", f"{wk['w1_s']:.1f} s vs {wk['w2_s']:.1f} s",
-         f"{wk['speedup']:.2f}x", "> 1x"),
+        (
+            "state frames/s vs LeRobot 0.3.x add_frame",
+            f"{s['ours_fps']:.0f} vs {s.get('lerobot_fps', float('nan')):.0f}",
+            f"{s.get('ratio_vs_lerobot', float('nan')):.1f}x",
+            ">= 20x",
+        ),
+        (
+            "state frames/s vs bare pyarrow write",
+            f"{s['ours_fps']:.0f} vs {s['pyarrow_fps']:.0f}",
+            f"{s['ratio_vs_pyarrow']:.2f}x",
+            ">= 0.5x",
+        ),
+        (
+            "  vs h5py read + pyarrow write (no checks/stats/meta)",
+            f"{s['ours_fps']:.0f} vs {s['read_write_fps']:.0f}",
+            f"{s['ratio_vs_read_write']:.2f}x",
+            "(where the time goes)",
+        ),
+        (
+            f"video encode frames/s vs ffmpeg CLI ({v['size']})",
+            f"{v['ours_fps']:.0f} vs {v.get('ffmpeg_fps', float('nan')):.0f}",
+            f"{v.get('ratio', float('nan')):.2f}x",
+            ">= 0.9x",
+        ),
+        (
+            f"peak RSS 1 vs {m['episodes'][1]} episodes",
+            f"{m['peak_rss_mb'][0]:.0f} vs {m['peak_rss_mb'][1]:.0f} MB",
+            f"{m['ratio']:.2f}x",
+            "<= 1.2x",
+        ),
+        (
+            f"--workers 2 speed-up ({wk['cpus']} CPUs)",
+            f"{wk['w1_s']:.1f} s vs {wk['w2_s']:.1f} s",
+            f"{wk['speedup']:.2f}x",
+            "> 1x",
+        ),
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    print("  ".join(h.ljust(wd) for h, wd in zip(("measure", "values", "ratio", "target"), widths)))
+    print("  ".join(h.ljust(wd) for h, wd in zip(("measure", "values", "ratio", "target"), widths, strict=True)))
     for r in rows:
-        print("  ".join(c.ljust(wd) for c, wd in zip(r, widths)))
+        print("  ".join(c.ljust(wd) for c, wd in zip(r, widths, strict=True)))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))
     return 0

@@ -36,8 +36,8 @@ RECORDER_HOOKS = ("record_pre_step", "record_post_step", "record_post_physics_de
 
 def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
     """Run the scripted loop once and return its env-frames/s (after a short warm-up)."""
-    import torch
     from isaaclab.envs.mdp.recorders.recorders_cfg import ActionStateRecorderManagerCfg
+
     from l2 import sim
     from l2.recording import configure_recording
     from l2.scripted.run import DEFAULT_TASK
@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(proc.stderr[-3000:], file=sys.stderr)
                     return 1
                 result = json.loads(proc.stdout.strip().splitlines()[-1])
-                print(f"  repeat {r + 1}: {VARIANTS[variant]:<42} {result['frames_per_s']:8.1f} env-frames/s", flush=True)
+                print(
+                    f"  repeat {r + 1}: {VARIANTS[variant]:<42} {result['frames_per_s']:8.1f} env-frames/s", flush=True
+                )
                 best[variant] = max(best.get(variant, 0.0), result["frames_per_s"])
                 share.setdefault(variant, []).append(result["recorder_share"])
     base = best["none"]
@@ -104,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'variant':<42} {'env-frames/s':>12} {'vs baseline':>12} {'time in recorder':>17}")
     for variant, label in VARIANTS.items():
         ratio = best[variant] / base
-        inside = f"{100 * sorted(share[variant])[len(share[variant]) // 2]:16.1f}%" if variant != "none" else f"{'-':>17}"
+        inside = (
+            f"{100 * sorted(share[variant])[len(share[variant]) // 2]:16.1f}%" if variant != "none" else f"{'-':>17}"
+        )
         print(f"  {label:<42} {best[variant]:12.1f} {ratio:11.3f}x {inside}")
     print("  (time in recorder: median share of the loop's wall time spent inside the RecorderManager's hooks)")
     return 0

@@ -96,7 +96,7 @@ class FrameSpool:
         self._pending.append(self._pool.submit(self._write, name, groups, np.array(frames, copy=True)))
 
     def _write(self, name: str, groups: list[str], frames: np.ndarray) -> None:
-        for group, frame in zip(groups, frames):
+        for group, frame in zip(groups, frames, strict=True):
             data = frame.tobytes()
             if self.compression is not None:
                 data = zlib.compress(data, self.compression)  # releases the GIL: runs beside the simulator

@@ -21,7 +21,9 @@ def runner_parser(doc: str) -> argparse.ArgumentParser:
 
 def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num_demos: int) -> None:
     group = parser.add_argument_group("dataset")
-    group.add_argument("--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)")
+    group.add_argument(
+        "--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)"
+    )
     group.add_argument("--output", default=default_output, help="HDF5 file to write (default: %(default)s)")
     group.add_argument(
         "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"

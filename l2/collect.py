@@ -84,6 +84,8 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
     ok, verdict = cli.validator_verdict(output) if output.exists() else (False, "no file written")
     rate = stats.successes / stats.attempts if stats.attempts else 0.0
     in_file = f" (file now holds {stats.in_file_before + stats.written})" if stats.in_file_before else ""
+    if stats.written > stats.successes:  # --episodes: envs that finish early run (and record) further episodes
+        in_file += f", {stats.written - stats.successes} of them from episodes after the {stats.attempts} counted"
     cli.print_summary([
         ("demos written", f"{stats.written}{in_file}"),
         ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),

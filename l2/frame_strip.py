@@ -29,7 +29,11 @@ def camera_terms(demo: h5py.Group) -> list[str]:
     obs = demo.get(schema.OBS)
     if not isinstance(obs, h5py.Group):
         return []
-    return [k for k, d in sorted(obs.items()) if isinstance(d, h5py.Dataset) and schema.is_camera_term(d.shape, d.dtype.name)]
+    return [
+        k
+        for k, d in sorted(obs.items())
+        if isinstance(d, h5py.Dataset) and schema.is_camera_term(d.shape, d.dtype.name)
+    ]
 
 
 def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = ()) -> np.ndarray:

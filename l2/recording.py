@@ -91,9 +91,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
 
     def write_episode(self, episode: EpisodeData, demo_id: int | None = None, compression: bool = True):
         """Isaac Lab's write plus the episode's streamed frames; on any error the file stays as it was."""
-        if episode.success and self.max_successes is not None:
-            if self.successes_written >= self.max_successes:
-                return
+        if episode.success and self.max_successes is not None and self.successes_written >= self.max_successes:
+            return
         if episode.is_empty():
             return
         streamed = _pop_streamed(episode.data)
@@ -190,7 +189,9 @@ def configure_recording(
     cfg.dataset_export_dir_path = str(output.parent)
     cfg.dataset_filename = output.stem
     cfg.dataset_export_mode = (
-        DatasetExportMode.EXPORT_SUCCEEDED_FAILED_IN_SEPARATE_FILES if keep_failed else DatasetExportMode.EXPORT_SUCCEEDED_ONLY
+        DatasetExportMode.EXPORT_SUCCEEDED_FAILED_IN_SEPARATE_FILES
+        if keep_failed
+        else DatasetExportMode.EXPORT_SUCCEEDED_ONLY
     )
     cfg.dataset_file_handler_class_type = functools.partial(
         L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes

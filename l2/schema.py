@@ -1,4 +1,4 @@
-"""Names and constants of the L2 HDF5 schema (``shared/spec/l2-hdf5-schema.md``).
+"""Names and constants of the L2 HDF5 schema (``docs/l2-hdf5-schema.md``).
 
 The layout is the one Isaac Lab's ``HDF5DatasetFileHandler`` writes; everything that reads or
 writes our files takes its names from here.

@@ -1,4 +1,4 @@
-"""Validator of L2 HDF5 demonstration files against ``shared/spec/l2-hdf5-schema.md``.
+"""Validator of L2 HDF5 demonstration files against ``docs/l2-hdf5-schema.md``.
 
 Needs only h5py, numpy and the standard library (no Isaac Lab)::
 
@@ -123,7 +123,7 @@ def _describe(value: object) -> str:
 def _attr_or_none(obj: h5py.HLObject, key: str) -> object | None:
     """Attribute value, or None when missing or unreadable (for counting; checks report the cause)."""
     try:
-        return obj.attrs[key] if key in obj.attrs else None
+        return obj.attrs.get(key)
     except READ_ERRORS:
         return None
 

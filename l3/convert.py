@@ -84,7 +84,7 @@ class Summary:
         rows.append(("total", *tot))
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
         fmt = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
-                                  for i, (v, w) in enumerate(zip(r, widths)))
+                                  for i, (v, w) in enumerate(zip(r, widths, strict=True)))
         lines = [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows)]
         rate = self.frames / self.seconds if self.seconds else 0.0
         lines.append(f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
@@ -315,7 +315,9 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     try:
         meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
         state["root"] = tmp
-        for r in _run(_convert_one, list(zip(episodes, meta.jobs)), workers, state, "converting", progress):
+        for r in _run(
+            _convert_one, list(zip(episodes, meta.jobs, strict=True)), workers, state, "converting", progress
+        ):
             meta.add(r)
             c = summary.per_source[r.fields["source"]]
             c.kept += 1

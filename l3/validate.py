@@ -108,7 +108,9 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
         c.bad(layout.INFO_PATH, f"missing keys {missing}")
         return c.out
     if info["codebase_version"] != layout.CODEBASE_VERSION:
-        c.bad(layout.INFO_PATH, f"codebase_version is {info['codebase_version']!r}, expected {layout.CODEBASE_VERSION!r}")
+        c.bad(
+            layout.INFO_PATH, f"codebase_version is {info['codebase_version']!r}, expected {layout.CODEBASE_VERSION!r}"
+        )
     features: dict = info["features"]
     fps = info["fps"]
     n = len(episodes)

@@ -249,8 +249,9 @@ class MetaWriter:
         self.root, self.layout = root, layout
         self.tasks, self.jobs = number_episodes(layout, episodes)
         (root / lay.META).mkdir(parents=True, exist_ok=True)
-        self._episodes = open(root / lay.EPISODES_PATH, "w", encoding="utf-8")
-        self._ep_stats = open(root / lay.EPISODES_STATS_PATH, "w", encoding="utf-8")
+        # Both stay open while episodes are added, one line each; finish() closes them.
+        self._episodes = open(root / lay.EPISODES_PATH, "w", encoding="utf-8")  # noqa: SIM115
+        self._ep_stats = open(root / lay.EPISODES_STATS_PATH, "w", encoding="utf-8")  # noqa: SIM115
         self.episodes = self.frames = 0
         self.hist = {k: st.StreamingHistogram() for k in layout.float_features}
 

@@ -5,4 +5,5 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$REPO/scripts/setup.sh"
 cd "$REPO"
+"$REPO/.venv/bin/ruff" check --quiet .  # lint first (settings in pyproject.toml): a finding fails the run
 exec "$REPO/.venv/bin/python" -m pytest "$@"

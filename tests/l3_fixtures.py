@@ -1,4 +1,4 @@
-"""Small L2 HDF5 files for the L3 tests, written with h5py following shared/spec/l2-hdf5-schema.md."""
+"""Small L2 HDF5 files for the L3 tests, written with h5py following docs/l2-hdf5-schema.md."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def read_all(ds, info: dict) -> dict:
         for cam in cams:
             h, w, c = feats[cam]["shape"]
             assert tuple(item[cam].shape) == (c, h, w), (cam, item[cam].shape)
-            assert 0.0 <= float(item[cam].min()) and float(item[cam].max()) <= 1.0
+            assert float(item[cam].min()) >= 0.0 and float(item[cam].max()) <= 1.0
         tasks.add(item["task"])
     return {"frames_read": len(ds), "cameras": cams, "tasks": sorted(tasks)}
 

@@ -1,6 +1,6 @@
 """Realistic real-robot inputs for the L3 tests: platform exports (chunk_NNN.hdf5, tar.gz) and ALOHA files.
 
-Platform exports follow shared/spec/platform-hdf5-input.md: several chunks with continuous episode
+Platform exports follow docs/platform-hdf5-input.md: several chunks with continuous episode
 numbering, cameras with real JPEG frames that differ per frame, Chinese ``task_zh``, and the
 encoding variants (str or bytes attrs, vlen uint8 or fixed-size np.void JPEG rows, float32 or
 float64, MCAP-style or AgiBot-style /meta). ALOHA files follow the ACT / Mobile ALOHA

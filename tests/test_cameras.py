@@ -93,7 +93,9 @@ def views():
 
         # env 0's hand 15 cm above its cube, pointing down
         root_pos = robot.data.root_pos_w.torch[0]
-        above = torch.cat([cube_w[0] - root_pos + torch.tensor([0.0, 0.0, 0.15]), torch.tensor(TOP_DOWN), torch.ones(1)])
+        above = torch.cat(
+            [cube_w[0] - root_pos + torch.tensor([0.0, 0.0, 0.15]), torch.tensor(TOP_DOWN), torch.ones(1)]
+        )
         for _ in range(60):
             action = hold()
             action[0] = above

@@ -149,7 +149,11 @@ def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp
     try:
         for name, extra in runs.items():
             args = [*files, "--config", str(cam_config), "-o", str(tmp_path / name), "-q"]
-            cmd = [sys.executable, "-c", ONE_CPU, *args] if extra is None else [sys.executable, "-m", "l3.convert", *args, *extra]
+            cmd = (
+                [sys.executable, "-c", ONE_CPU, *args]
+                if extra is None
+                else [sys.executable, "-m", "l3.convert", *args, *extra]
+            )
             proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
             assert proc.returncode == 0, proc.stderr[-2000:]
     finally:
@@ -168,7 +172,12 @@ def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp
 def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--print-config"]) == 0
     text = capsys.readouterr().out
-    assert "obs/joint_pos" in text and f"{CAMERAS[0]}: {CAMERA}" in text and "quaternion: [3, 7]" in text and "rotation_type" not in text
+    assert (
+        "obs/joint_pos" in text
+        and f"{CAMERAS[0]}: {CAMERA}" in text
+        and "quaternion: [3, 7]" in text
+        and "rotation_type" not in text
+    )
     cfg = tmp_path / "inferred.yaml"
     cfg.write_text(text)
     assert main([str(mixed / "rl_lift_cube.hdf5"), "--config", str(cfg), "-o", str(tmp_path / "a"), "-q"]) == 0

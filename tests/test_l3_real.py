@@ -12,8 +12,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from l3_fixtures import make_demo, write_l2
-from l3_real_fixtures import (ACTION_NAMES, PLATFORM_CAMERAS, SIZE, STATE_NAMES, TASKS, decode_jpeg, make_aloha_file, render,
-                              make_platform_chunk, make_platform_export, make_tar_gz)
+from l3_real_fixtures import (
+    ACTION_NAMES,
+    PLATFORM_CAMERAS,
+    SIZE,
+    STATE_NAMES,
+    TASKS,
+    decode_jpeg,
+    make_aloha_file,
+    make_platform_chunk,
+    make_platform_export,
+    make_tar_gz,
+    render,
+)
 
 from l3 import layout
 from l3.convert import convert, main
@@ -52,7 +63,7 @@ def check_video(root: Path, i: int, cam: str, source_frames: list[np.ndarray]) -
     """Frame count == rows and PSNR against the source frames; returns the lowest PSNR."""
     got = decode_video(root / layout.video_path(i, layout.video_key(cam)))
     assert len(got) == len(source_frames)
-    worst = min(psnr(g, s) for g, s in zip(got, source_frames))
+    worst = min(psnr(g, s) for g, s in zip(got, source_frames, strict=True))
     assert worst >= MIN_PSNR, (cam, i, worst)
     return worst
 
@@ -118,7 +129,8 @@ def test_platform_tar_gz_and_encoding_variants(tmp_path):
                                  **kw),
              make_platform_chunk(d / "chunk_2.hdf5", 11, [14], seed=6, **kw)]
     archive = make_tar_gz(tmp_path / "export.tar.gz", files)  # members stored chunk_2 first
-    assert [m.name for m in tarfile.open(archive)][0].endswith("chunk_2.hdf5")
+    with tarfile.open(archive) as tf:
+        assert tf.getnames()[0].endswith("chunk_2.hdf5")
     out = tmp_path / "ds"
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(PLATFORM_CFG.read_text().replace("  cam_right_wrist: observation.images.cam_right_wrist\n", ""))
@@ -173,7 +185,7 @@ def test_aloha_raw_and_compressed(tmp_path):
                 ds = f[f"observations/images/{cam}"][()]
                 if p == comp:
                     n = f["compress_len"][k].astype(int)
-                    src = [decode_jpeg(r[:m].tobytes()) for r, m in zip(ds, n)]
+                    src = [decode_jpeg(r[:m].tobytes()) for r, m in zip(ds, n, strict=True)]
                 else:
                     src = list(ds)
                 check_video(out, i, cam, src)
@@ -182,9 +194,15 @@ def test_aloha_raw_and_compressed(tmp_path):
 def test_aloha_fps_is_configurable(tmp_path):
     ep = make_aloha_file(tmp_path / "ep.hdf5", 10, cameras=("cam_high",))
     cfg = tmp_path / "a.yaml"
-    cfg.write_text(ALOHA_CFG.read_text().replace("fps: 50", "fps: 30").replace(
-        "  cam_left_wrist: observations/images/cam_left_wrist\n  cam_right_wrist: observations/images/cam_right_wrist\n",
-        ""))
+    cfg.write_text(
+        ALOHA_CFG.read_text()
+        .replace("fps: 50", "fps: 30")
+        .replace(
+            "  cam_left_wrist: observations/images/cam_left_wrist\n"
+            "  cam_right_wrist: observations/images/cam_right_wrist\n",
+            "",
+        )
+    )
     convert([str(ep)], tmp_path / "ds", config=cfg, **QUIET)
     assert json.loads((tmp_path / "ds" / layout.INFO_PATH).read_text())["fps"] == 30
 

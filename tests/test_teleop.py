@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from isaaclab.utils.math import apply_delta_pose  # noqa: E402
 
 from l2.teleop.accumulator import DeltaPoseAccumulator  # noqa: E402
-from l2.teleop.trace import ReplayDevice, Trace, TraceRecorder, load_trace  # noqa: E402
+from l2.teleop.trace import ReplayDevice, TraceRecorder, load_trace  # noqa: E402
 from l2.validate import validate_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -54,7 +54,11 @@ FRANKA_OFFLINE_CFG = ArticulationCfg(
     # Stiff gains track IK targets at 50 Hz; armature keeps MuJoCo-Warp's implicit integration stable.
     actuators={
         "panda_shoulder": ImplicitActuatorCfg(
-            joint_names_expr=["panda_joint[1-4]"], joint_effort_limit=87.0, stiffness=2000.0, damping=150.0, armature=0.5
+            joint_names_expr=["panda_joint[1-4]"],
+            joint_effort_limit=87.0,
+            stiffness=2000.0,
+            damping=150.0,
+            armature=0.5,
         ),
         "panda_forearm": ImplicitActuatorCfg(
             joint_names_expr=["panda_joint[5-7]"], joint_effort_limit=12.0, stiffness=800.0, damping=60.0, armature=0.2

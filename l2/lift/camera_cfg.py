@@ -10,11 +10,10 @@ collection, RL training).
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
 import isaaclab.sim as sim_utils
 import isaaclab.utils.math as math_utils
+import numpy as np
+import torch
 from isaaclab.envs import mdp
 from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm

@@ -40,8 +40,10 @@ def env_layout(env: ManagerBasedRLEnv, group: str = "policy") -> Layout:
     obs = env.observation_manager
     actions = env.action_manager
     return {
-        "observation": [[n, math.prod(d)] for n, d in zip(obs.active_terms[group], obs.group_obs_term_dim[group])],
-        "action": [[n, d] for n, d in zip(actions.active_terms, actions.action_term_dim)],
+        "observation": [
+            [n, math.prod(d)] for n, d in zip(obs.active_terms[group], obs.group_obs_term_dim[group], strict=True)
+        ],
+        "action": [[n, d] for n, d in zip(actions.active_terms, actions.action_term_dim, strict=True)],
     }
 
 
@@ -59,7 +61,9 @@ def checkpoint_layout(checkpoint: dict) -> Layout:
 def describe(layout: Layout) -> str:
     def part(terms: list[list]) -> str:
         total = sum(w for _, w in terms)
-        return f"{total} = " + " + ".join(f"{n} {w}" for n, w in terms) if any(n != "?" for n, _ in terms) else str(total)
+        return (
+            f"{total} = " + " + ".join(f"{n} {w}" for n, w in terms) if any(n != "?" for n, _ in terms) else str(total)
+        )
 
     return f"observation {part(layout['observation'])}; action {part(layout['action'])}"
 

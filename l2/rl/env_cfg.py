@@ -16,7 +16,6 @@ from isaaclab_tasks.contrib.lift.lift_env_cfg import RewardsCfg
 from l2.lift import mdp
 from l2.lift.lift_env_cfg import LiftCubeEnvCfg, LiftCubeTerminationsCfg, ObservationsCfg
 
-
 RELATIVE_JOINT_SCALE = 0.1
 """rad per unit of the arm action: the joint targets are ``q + 0.1 a`` (``q`` measured, every physics substep)."""
 
@@ -26,7 +25,9 @@ class RLRewardsCfg(RewardsCfg):
     """Isaac Lab's reaching, lifting and goal-tracking rewards, plus a bonus when ``success`` ends the
     episode (it compensates the lifting/tracking rewards that the early termination cuts off)."""
 
-    success_bonus = RewTerm(func=mdp.cube_lifted_and_held, params=LiftCubeTerminationsCfg().success.params, weight=1000.0)
+    success_bonus = RewTerm(
+        func=mdp.cube_lifted_and_held, params=LiftCubeTerminationsCfg().success.params, weight=1000.0
+    )
 
 
 @configclass

@@ -37,7 +37,9 @@ def reactive_pick_and_lift(
         (finger_width > HOLDING_WIDTH[0]) & (finger_width < HOLDING_WIDTH[1])
         & (torch.linalg.vector_norm(ee_pos - cube_pos, dim=-1) < 0.045)
     )
-    at_grasp_point = (xy_err < cfg.position_threshold) & ((ee_pos[:, 2] - at_grasp[:, 2]).abs() < cfg.position_threshold)
+    at_grasp_point = (xy_err < cfg.position_threshold) & (
+        (ee_pos[:, 2] - at_grasp[:, 2]).abs() < cfg.position_threshold
+    )
     closing = (finger_width < 0.075) & (finger_width > HOLDING_WIDTH[0]) & (to_grasp < 0.02)
     close = holding | at_grasp_point | closing
 

@@ -34,14 +34,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sim.add_sim_args(parser, num_envs=64, task=DEFAULT_TASK)
     group = parser.add_argument_group("behaviour cloning")
     group.add_argument("--output", required=True, help="checkpoint to write (refused if it exists)")
-    group.add_argument("--rounds", type=int, default=8, help="data rounds: 1 expert + DAgger rounds (default: %(default)s)")
+    group.add_argument(
+        "--rounds", type=int, default=8, help="data rounds: 1 expert + DAgger rounds (default: %(default)s)"
+    )
     group.add_argument("--steps", type=int, default=250, help="env steps per round (default: %(default)s, one episode)")
-    group.add_argument("--epochs", type=int, default=40, help="passes over the data after each round (default: %(default)s)")
+    group.add_argument(
+        "--epochs", type=int, default=40, help="passes over the data after each round (default: %(default)s)"
+    )
     group.add_argument("--batch", type=int, default=2048, help="minibatch size (default: %(default)s)")
     group.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default: %(default)s)")
     group.add_argument(
-        "--beta", type=float, default=0.5,
-        help="round r lets the expert act in a share beta^r of the episodes, the policy in the rest (default: %(default)s)",
+        "--beta",
+        type=float,
+        default=0.5,
+        help="round r lets the expert act in a share beta^r of the episodes, the policy in the rest "
+        "(default: %(default)s)",
     )
     group.add_argument(
         "--std", type=float, default=0.05, help="action std the saved actor starts PPO with (default: %(default)s)"
@@ -110,7 +117,9 @@ def pretrain(args: argparse.Namespace) -> int:
     if output.exists():
         cli.fail(f"{output} exists; choose another --output")
     output.parent.mkdir(parents=True, exist_ok=True)
-    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, [f"presets={NO_CAMERAS}", *args.overrides])
+    env_cfg = sim.load_env_cfg(
+        args.task, args.device, args.num_envs, args.seed, [f"presets={NO_CAMERAS}", *args.overrides]
+    )
     agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
@@ -154,10 +163,15 @@ def pretrain(args: argparse.Namespace) -> int:
             }
             rows.append(row)
             _set_std(actor, args.std)
-            runner.save(str(output.with_name(f"{output.stem}_round{rnd}.pt")), infos={"pretrain": rows, "layout": env_layout(env)})
+            runner.save(
+                str(output.with_name(f"{output.stem}_round{rnd}.pt")),
+                infos={"pretrain": rows, "layout": env_layout(env)},
+            )
             print(
-                f"round {rnd}: {row['samples']} samples, loss {loss:.4f}, expert {finished[True][0]}/{finished[True][1]}, "
-                f"policy {finished[False][0]}/{finished[False][1]} episodes succeeded", flush=True,
+                f"round {rnd}: {row['samples']} samples, loss {loss:.4f}, "
+                f"expert {finished[True][0]}/{finished[True][1]}, "
+                f"policy {finished[False][0]}/{finished[False][1]} episodes succeeded",
+                flush=True,
             )
         runner.save(str(output), infos={"pretrain": rows, "layout": env_layout(env)})
     log = output.with_suffix(".csv")

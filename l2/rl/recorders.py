@@ -39,7 +39,7 @@ class PolicySplitObsRecorder(RecorderTerm):
             raise ValueError(f"cannot split group '{group}': history_order='time' interleaves the terms")
         names = manager.active_terms[group]
         dims = [tuple(d) for d in manager.group_obs_term_dim[group]]
-        return [(name, dim, math.prod(dim)) for name, dim in zip(names, dims)]
+        return [(name, dim, math.prod(dim)) for name, dim in zip(names, dims, strict=True)]
 
     def record_pre_step(self):
         if self._layout is None:

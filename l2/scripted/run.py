@@ -36,6 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
+
     from l2 import collect
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from isaaclab.utils.math import quat_from_angle_axis, quat_mul, wrap_to_pi, yaw_quat, euler_xyz_from_quat
+from isaaclab.utils.math import euler_xyz_from_quat, quat_from_angle_axis, quat_mul, wrap_to_pi, yaw_quat
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv

@@ -19,6 +19,7 @@ any live device when the session runs in a terminal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
@@ -59,14 +60,16 @@ CONTROLS = {
         "W/S x, A/D y, Q/E z, Z/X roll, T/G pitch, C/V yaw, K toggle gripper"
         " (terminal: each key press nudges; hold a key to move)",
     ),
-    "spacemouse": Controls(
-        None, "right button", None, "push/pull/twist the cap; left button toggles the gripper"
-    ),
+    "spacemouse": Controls(None, "right button", None, "push/pull/twist the cap; left button toggles the gripper"),
     "gamepad": Controls(
-        "Y", "B", "Back (MENU1)",
+        "Y",
+        "B",
+        "Back (MENU1)",
         "left stick x/y, right stick up/down z and left/right yaw, D-pad roll/pitch, X toggles the gripper",
     ),
-    "xr": Controls("START (XR UI)", "RESET (XR UI)", "STOP (XR UI) pauses; quit from the terminal", "hand/controller pose"),
+    "xr": Controls(
+        "START (XR UI)", "RESET (XR UI)", "STOP (XR UI) pauses; quit from the terminal", "hand/controller pose"
+    ),
     "replay": Controls("trace", "trace", "trace (end of trace)", "trace"),
 }
 
@@ -134,10 +137,8 @@ class TerminalKeyboard(DeviceBase):
             termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved_attrs)
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # the terminal may be gone at interpreter exit
             self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     def reset(self):
         with self._lock:

@@ -38,18 +38,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sim.add_sim_args(parser, num_envs=1, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10)
     group = parser.add_argument_group("teleoperation")
-    group.add_argument("--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)")
+    group.add_argument(
+        "--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)"
+    )
     group.add_argument("--trace", default=None, help="device-input trace to play with --teleop_device replay")
     group.add_argument("--record-trace", "--record_trace", dest="record_trace", default=None,
                        help="write this session's device inputs and control events to a trace (JSON)")
-    group.add_argument("--num_success_steps", type=int, default=10,
-                       help="consecutive steps the success term must hold before an attempt is saved (default: %(default)s)")
-    group.add_argument("--step_hz", type=float, default=None,
-                       help="session ticks per second (default: the control rate for live devices, unthrottled for replay)")
-    group.add_argument("--sensitivity", type=float, default=1.0, help="scale of the device steps (default: %(default)s)")
-    group.add_argument("--visualizer", default="none", choices=VISUALIZERS,
-                       help="viewer: newton (OpenGL window), viser (web page), rerun: kit-less; kit: Isaac Sim's window "
-                       "(needs Isaac Sim; gives Isaac Lab's Se3Keyboard and Se3Gamepad) (default: %(default)s)")
+    group.add_argument(
+        "--num_success_steps",
+        type=int,
+        default=10,
+        help="consecutive steps the success term must hold before an attempt is saved (default: %(default)s)",
+    )
+    group.add_argument(
+        "--step_hz",
+        type=float,
+        default=None,
+        help="session ticks per second (default: the control rate for live devices, unthrottled for replay)",
+    )
+    group.add_argument(
+        "--sensitivity", type=float, default=1.0, help="scale of the device steps (default: %(default)s)"
+    )
+    group.add_argument(
+        "--visualizer",
+        default="none",
+        choices=VISUALIZERS,
+        help="viewer: newton (OpenGL window), viser (web page), rerun: kit-less; kit: Isaac Sim's window "
+        "(needs Isaac Sim; gives Isaac Lab's Se3Keyboard and Se3Gamepad) (default: %(default)s)",
+    )
     group.add_argument("--log_actions", default=None, help="also save every action sent to the env (.npz)")
     args = parser.parse_args(argv)
     if args.num_envs != 1:
@@ -92,7 +108,9 @@ def print_controls(device_name: str, device, extras) -> None:
     print(f"\n{device}\n  controls ({device_name}):")
     print(f"    start/pause        {pick(c.start_pause, terminal and terminal.start_pause)}")
     print(f"    reset + discard    {pick(c.reset, terminal and terminal.reset)}")
-    print(f"    quit               {pick(c.quit, terminal and terminal.quit)}  (Ctrl-C also quits, keeping saved demos)")
+    print(
+        f"    quit               {pick(c.quit, terminal and terminal.quit)}  (Ctrl-C also quits, keeping saved demos)"
+    )
     print(f"    motion             {c.motion}\n", flush=True)
 
 
@@ -178,7 +196,10 @@ def collect(args: argparse.Namespace) -> int:
         return 130
     rows = [
         ("demos saved", f"{stats.saved}" + (f" (file now holds {already + stats.saved})" if already else "")),
-        ("attempts discarded", f"{stats.discarded}" + (f", {stats.dropped} ended by the task" if stats.dropped else "")),
+        (
+            "attempts discarded",
+            f"{stats.discarded}" + (f", {stats.dropped} ended by the task" if stats.dropped else ""),
+        ),
         ("env steps", f"{stats.steps} in {stats.seconds:.1f} s ({stats.steps / max(stats.seconds, 1e-9):.1f} steps/s)"),
         ("file", str(output)),
         ("failed attempts", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),

@@ -103,7 +103,8 @@ class Trace:
         rows = lambda items: ",\n    ".join(json.dumps(x, separators=(",", ":")) for x in items)  # noqa: E731
         head = json.dumps({k: v for k, v in data.items() if k not in ("commands", "events")}, indent=2)[:-2]
         tmp.write_text(
-            f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n'
+            f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n'
+            f'  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n'
         )
         os.replace(tmp, path)
 
@@ -169,9 +170,6 @@ class ReplayDevice(DeviceBase):
         for name in names:
             if name in self._callbacks:
                 self._callbacks[name]()
-        if self.finished:
-            command = [0.0] * (self.trace.command_dim - 1) + [1.0]
-        else:
-            command = self.trace.commands[self._tick]
+        command = [0.0] * (self.trace.command_dim - 1) + [1.0] if self.finished else self.trace.commands[self._tick]
         self._tick += 1
         return torch.tensor(command, dtype=torch.float32, device=self._sim_device)

@@ -27,8 +27,20 @@ import numpy as np
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Camera, Mapping, Slice
-from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, H5Frames, OneFileCache, Terms, attr_text, check_name,
-                               open_hdf5, read_all_frames, read_float, reading)
+from l3.readers.common import (
+    SCAN_ERROR,
+    EpisodeRef,
+    FileScan,
+    H5Frames,
+    OneFileCache,
+    Terms,
+    attr_text,
+    check_name,
+    open_hdf5,
+    read_all_frames,
+    read_float,
+    reading,
+)
 from l3.readers.jpeg import JpegFrames, first_frame_shape
 
 FORMAT = "aloha"
@@ -102,7 +114,7 @@ class AlohaReader:
             scan = FileScan(file, source or ("aloha_sim" if sim else "aloha"))
             images = f.get(IMAGES)
             if isinstance(images, h5py.Group):
-                for cam in images.keys():
+                for cam in images:
                     check_name(file, f"/{IMAGES}/{cam}", cam)
             ds = f[ACTION]
             T = int(ds.shape[0]) if ds.shape else 0

@@ -4,6 +4,7 @@ float checks, raw camera frames."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -241,10 +242,8 @@ class OneFileCache:
 
     def close(self) -> None:
         if self.f is not None:
-            try:
+            with contextlib.suppress(READ_ERRORS):  # closing a broken file must not raise
                 self.f.close()
-            except READ_ERRORS:  # closing a broken file must not raise
-                pass
         self.key, self.f = None, None
 
     def using(self, key, open_fn: Callable[[], h5py.File]) -> AbstractContextManager[h5py.File]:

@@ -1,4 +1,4 @@
-"""Reader for L2 HDF5 files (``shared/spec/l2-hdf5-schema.md``): /data/demo_<i> episodes.
+"""Reader for L2 HDF5 files (``docs/l2-hdf5-schema.md``): /data/demo_<i> episodes.
 
 Scanning reads only attributes, so filters and episode numbering are known before any array is
 touched; :meth:`L2Reader.read` (in a worker process) reads the episode once through
@@ -23,8 +23,19 @@ from l2.validate import read_episode_data, validate_episode
 from l3.episode import Episode
 from l3.errors import ConfigError, InputError
 from l3.mapping import Camera, Mapping, Slice
-from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, H5Frames, OneFileCache, Terms, attr_text,
-                               open_hdf5, read_all_frames, read_float, reading)
+from l3.readers.common import (
+    SCAN_ERROR,
+    EpisodeRef,
+    FileScan,
+    H5Frames,
+    OneFileCache,
+    Terms,
+    attr_text,
+    open_hdf5,
+    read_all_frames,
+    read_float,
+    reading,
+)
 
 FORMAT = "l2"
 

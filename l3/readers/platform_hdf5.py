@@ -1,4 +1,4 @@
-"""Reader for the robot-data platform's HDF5 export (``shared/spec/platform-hdf5-input.md``).
+"""Reader for the robot-data platform's HDF5 export (``docs/platform-hdf5-input.md``).
 
 Input: ``chunk_NNN.hdf5`` files, or the ``.tar.gz`` archive holding them (read without unpacking to
 disk: one chunk member at a time is decompressed into memory, so memory is bounded by one chunk
@@ -27,8 +27,20 @@ import numpy as np
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Camera, Mapping, Slice
-from l3.readers.common import (SCAN_ERROR, EpisodeRef, FileScan, OneFileCache, Terms, attr_list, attr_text,
-                               check_name, open_hdf5, read_all_frames, read_float, reading)
+from l3.readers.common import (
+    SCAN_ERROR,
+    EpisodeRef,
+    FileScan,
+    OneFileCache,
+    Terms,
+    attr_list,
+    attr_text,
+    check_name,
+    open_hdf5,
+    read_all_frames,
+    read_float,
+    reading,
+)
 from l3.readers.jpeg import JpegFrames, first_frame_shape
 
 FORMAT = "platform"
@@ -86,7 +98,7 @@ class _Archive:
         self.path = path
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
-        self.f = gzip.open(path, "rb") if gz else open(path, "rb")
+        self.f = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115  (kept open, closed by close())
 
     def read(self, display: str, offset: int, size: int) -> bytes:
         try:
@@ -157,7 +169,7 @@ def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **wher
     src = source or meta.robot_type or DEFAULT_SOURCE
     scan.source = src
     numbered = []
-    for name in data.keys():
+    for name in data:
         m = EPISODE_RE.match(name)
         if m:
             numbered.append((int(m.group(1)), name))
@@ -171,7 +183,7 @@ def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **wher
         try:
             if not isinstance(g, h5py.Group):
                 raise InputError(file, where_, "is not a group")
-            for k in g.keys():
+            for k in g:
                 if k.startswith(IMAGE_PREFIX):
                     check_name(file, f"{where_}/{k}", k[len(IMAGE_PREFIX):])
             ds = g.get(ACTION)
@@ -211,7 +223,7 @@ def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
                 display = f"{archive}/{m.name}"
                 data = tf.extractfile(m).read()
                 part = FileScan(display, scan.source)
-                with open_hdf5(display, lambda: h5py.File(io.BytesIO(data), "r")) as f, \
+                with open_hdf5(display, lambda data=data: h5py.File(io.BytesIO(data), "r")) as f, \
                         reading(display, "/", "cannot read HDF5 metadata"):
                     _scan_h5(f, display, part, source, archive=archive, member=m.name, offset=m.offset_data,
                              size=m.size)
@@ -270,7 +282,7 @@ class PlatformReader:
     def detect(self, f: h5py.File) -> bool:
         """``/data`` holds ``episode_<N>`` groups."""
         data = f.get(DATA)
-        return isinstance(data, h5py.Group) and any(EPISODE_RE.match(k) for k in data.keys())
+        return isinstance(data, h5py.Group) and any(EPISODE_RE.match(k) for k in data)
 
     def source_from_name(self, file: str) -> None:
         return None
