@@ -86,9 +86,7 @@ class AlohaReader:
 
     def __init__(self) -> None:
         self._files = OneFileCache()
-
-    def _cached(self, file: str):
-        return self._files.using(file, lambda: open_hdf5(file))
+        self._cached = self._files.hdf5
 
     @contextmanager
     def _trimmed(self, file: str, path: str) -> Iterator[dict]:

@@ -252,6 +252,10 @@ class OneFileCache:
         may be the broken part)."""
         return _Using(self, key, open_fn)
 
+    def hdf5(self, file: str) -> AbstractContextManager[h5py.File]:
+        """:meth:`using` for a plain HDF5 file on disk, keyed by its path."""
+        return self.using(file, lambda: open_hdf5(file))
+
 
 class _Using:
     """The context manager of :meth:`OneFileCache.using` (a class: cheaper per episode than a

@@ -113,9 +113,7 @@ class L2Reader:
 
     def __init__(self) -> None:
         self._files = OneFileCache()
-
-    def _cached(self, file: str):
-        return self._files.using(file, lambda: open_hdf5(file))
+        self._cached = self._files.hdf5
 
     def detect(self, f: h5py.File) -> bool:
         """Checked last: any file with ``/data`` or ``/episodes`` (the scan explains what is wrong with it)."""
