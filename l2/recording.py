@@ -65,7 +65,13 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 self._open_for_append(file_path, env_name)
                 self._defer_env_args = True
                 return
-        super().create(file_path, env_name)
+        # Built beside the target and renamed into place: a kill at any moment leaves no file (or, with
+        # --overwrite, the old one) or a valid empty one, never a half-created HDF5 file.
+        creating = file_path.removesuffix(".hdf5") + ".creating.hdf5"
+        super().create(creating, env_name)
+        self.close()
+        os.replace(creating, file_path)
+        self.open(file_path, "a")
         self._defer_env_args = True
 
     def add_env_args(self, env_args: dict):
@@ -124,6 +130,9 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                                  "the file is as it was before it") from exc
         self._pending_env_args = {}
         self.successes_written += bool(episode.success)
+        # On disk now, not after the other envs' episodes of this step (Isaac Lab flushes once per export
+        # call): a kill -9 later in the step loses nothing that was written.
+        self.flush()
 
     def _check_layout(self, layout: dict[str, tuple]) -> None:
         """Refuse demos whose obs terms (names, shapes, dtypes) differ from the demos already in the file."""

@@ -167,3 +167,42 @@ def test_an_episode_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
         assert f["data"].attrs["total"] == 5 + 2
         assert json.loads(f["data"].attrs["env_args"])["sim_args"] == {"num_envs": 3}
         assert json.loads(env_args).get("sim_args") is None
+
+
+def test_new_file_appears_whole(tmp_path, monkeypatch):
+    """The file is built beside its path and renamed into place: a run killed while creating it leaves no
+    file at all, not a truncated HDF5 that a later --append could not open."""
+    import os
+
+    path = tmp_path / "demos.hdf5"
+    seen = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (seen.append((a, b, os.path.exists(b))), real_replace(a, b)))
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    assert seen == [(str(tmp_path / "demos.creating.hdf5"), str(path), False)]
+    assert validate_file(path).ok and handler.get_num_episodes() == 0  # valid while still empty
+    handler.write_episode(_episode(3, True))
+    handler.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demos.hdf5"] and validate_file(path).ok
+
+
+@pytest.mark.sim
+def test_kill_9_while_writing_a_demo_keeps_the_file(tmp_path):
+    """One round of bench/crash_campaign.py: a real collection killed inside write_episode; the file still
+    validates, holds the demos written before, and the next --append run continues it."""
+    import argparse
+    import random
+    import signal
+
+    from bench.crash_campaign import run_round
+
+    args = argparse.Namespace(cameras=False, startup_timeout=600.0, max_delay=8.0)
+    path = tmp_path / "crash.hdf5"
+    first = run_round(path, args, random.Random(3), "in-write", seed=0)
+    episode = int(first.moment.split(",")[0].split()[1])
+    assert first.exit_code == -signal.SIGKILL and first.valid, first.verdict
+    assert first.after == episode - 1 and first.lost == 0  # each written episode is flushed at once
+    second = run_round(path, args, random.Random(3), "outside", seed=1)
+    assert second.exit_code == -signal.SIGKILL and second.valid and second.lost == 0, second.verdict
+    assert second.after >= first.after
