@@ -53,6 +53,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self._layout_checked = False
         self._defer_env_args = False
         self._pending_env_args: dict = {}
+        self._to_create: tuple[str, str | None] | None = None
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -65,14 +66,25 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 self._open_for_append(file_path, env_name)
                 self._defer_env_args = True
                 return
-        # Built beside the target and renamed into place: a kill at any moment leaves no file (or, with
-        # --overwrite, the old one) or a valid empty one, never a half-created HDF5 file.
+        # Made with the first demo: a run that writes none (an error before it, no success) leaves no
+        # file, and --overwrite replaces the old file only once there is something to replace it with.
+        self._to_create = (file_path, env_name)
+        self._defer_env_args = True
+
+    def _create_now(self) -> None:
+        # Built beside the target and renamed into place: a kill at any moment leaves the old state or a
+        # valid file, never a half-created HDF5 file.
+        file_path, env_name = self._to_create
         creating = file_path.removesuffix(".hdf5") + ".creating.hdf5"
         super().create(creating, env_name)
         self.close()
         os.replace(creating, file_path)
         self.open(file_path, "a")
-        self._defer_env_args = True
+        self._to_create = None
+
+    def flush(self):
+        if self._to_create is None:
+            super().flush()
 
     def add_env_args(self, env_args: dict):
         # Isaac Lab calls this before every export; written together with the episode (or not at all).
@@ -102,6 +114,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         if episode.is_empty():
             return
         streamed = _pop_streamed(episode.data)
+        if self._to_create is not None:
+            self._create_now()
         if not self._layout_checked:
             self._check_layout(_episode_obs_layout(episode.data, streamed))
         data = self._hdf5_data_group

@@ -169,22 +169,37 @@ def test_an_episode_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
         assert json.loads(env_args).get("sim_args") is None
 
 
-def test_new_file_appears_whole(tmp_path, monkeypatch):
-    """The file is built beside its path and renamed into place: a run killed while creating it leaves no
-    file at all, not a truncated HDF5 that a later --append could not open."""
+def test_new_file_appears_whole_with_its_first_demo(tmp_path, monkeypatch):
+    """The file is made with the first demo, built beside its path and renamed into place: a run that
+    writes nothing leaves no file, and one killed while creating it leaves no truncated HDF5 behind."""
     import os
 
     path = tmp_path / "demos.hdf5"
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    handler.flush()
+    assert not path.exists() and handler.get_num_episodes() == 0
     seen = []
     real_replace = os.replace
     monkeypatch.setattr(os, "replace", lambda a, b: (seen.append((a, b, os.path.exists(b))), real_replace(a, b)))
-    handler = L2DatasetFileHandler()
-    handler.create(str(path), env_name=TASK)
-    assert seen == [(str(tmp_path / "demos.creating.hdf5"), str(path), False)]
-    assert validate_file(path).ok and handler.get_num_episodes() == 0  # valid while still empty
     handler.write_episode(_episode(3, True))
+    assert seen == [(str(tmp_path / "demos.creating.hdf5"), str(path), False)]
+    handler.write_episode(_episode(2, True))
     handler.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demos.hdf5"] and validate_file(path).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demos.hdf5"]
+    assert validate_file(path).ok and validate_file(path).episodes == 2
+
+
+def test_overwrite_keeps_the_old_file_until_a_demo_replaces_it(tmp_path):
+    path = tmp_path / "demos.hdf5"
+    _write(path, [_episode(3, True)]).close()
+    before = path.read_bytes()
+    handler = L2DatasetFileHandler(on_exists="overwrite")
+    handler.create(str(path), env_name=TASK)
+    handler.close()  # e.g. the run stopped on an error before its first demo
+    assert path.read_bytes() == before
+    _write(path, [_episode(4, True), _episode(5, True)], on_exists="overwrite").close()
+    assert validate_file(path).episodes == 2
 
 
 @pytest.mark.sim
