@@ -9,8 +9,8 @@
 # Scripted demos are appended to data/demos/scripted_lift_cube.hdf5 (an existing file is never
 # truncated); on the first run a teleop session is replayed from config/teleop/ into
 # data/demos/teleop_lift_cube.hdf5; the shipped PPO policy (or RL_CHECKPOINT) appends RL_DEMOS (2)
-# rollouts to data/demos/rl_lift_cube.hdf5. A demo file without camera frames (recorded by an earlier version)
-# is moved to data/demos_state_only/, never mixed with camera demos. The GR00T dataset is derived
+# rollouts to data/demos/rl_lift_cube.hdf5. A demo file of an earlier version (no camera frames; RL demos
+# without the cube's orientation) is moved to data/demos_earlier/, never mixed with new demos. The GR00T dataset is derived
 # from all files in data/demos/ and rewritten at outputs/lift_cube_gr00t.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,16 +24,20 @@ GR00T="outputs/lift_cube_gr00t"
 CAMERAS="table_cam,wrist_cam"
 start=$(date +%s)
 
-# Demos recorded before the cameras existed cannot share a file or a dataset with camera demos.
+# Demos recorded before the cameras existed cannot share a file or a dataset with camera demos, nor RL
+# demos recorded before the policy saw the cube's orientation (their actions were the pose reached, not
+# the pose commanded): such files are moved aside, never appended to.
 for f in data/demos/*.hdf5; do
   [ -f "$f" ] || continue
-  if ! "$PY" -m l2.validate "$f" --expect-obs "$CAMERAS" > /dev/null 2>&1; then
-    mkdir -p data/demos_state_only
-    dest="data/demos_state_only/$(basename "$f")"
+  expect="$CAMERAS"
+  [ "$f" = "$RL" ] && expect="$CAMERAS,object_orientation"
+  if ! "$PY" -m l2.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
+    mkdir -p data/demos_earlier
+    dest="data/demos_earlier/$(basename "$f")"
     [ -e "$dest" ] && dest="${dest%.hdf5}.$(date +%Y%m%d-%H%M%S).hdf5"  # never replace an earlier one
     mv -n "$f" "$dest"
-    echo "note: $f has no camera frames (obs/table_cam, obs/wrist_cam) or does not validate:"
-    echo "      moved to $dest; new demos with cameras go to a new file"
+    echo "note: $f was recorded by an earlier version (it lacks one of the obs terms $expect) or does not validate:"
+    echo "      moved to $dest; new demos go to a new file"
   fi
 done
 

@@ -56,14 +56,42 @@ class PolicySplitObsRecorder(RecorderTerm):
 
 
 class EquivalentIKAbsActionRecorder(RecorderTerm):
-    """Writes ``actions`` = the end-effector pose the step's action led to (position and scalar-last
-    quaternion in the robot root frame, read after the step) + the binary gripper command (±1)."""
+    """Writes ``actions`` = the IK-absolute action equivalent to the policy's joint action: the end-effector
+    pose (position and scalar-last quaternion in the robot root frame, the frame the IK action commands) of
+    the arm's joint-position target at the end of the step, + the binary gripper command (±1).
+
+    A relative joint action re-targets the arm at ``q + Δ`` on every physics substep, so the arm is still
+    being pulled ``Δ`` further when the step ends; an IK-absolute demo's action is likewise where the
+    arm is sent, not where it got. The pose of ``q + Δ`` is taken to first order, ``x + J Δ`` (the
+    position, and the rotation ``exp(J_ω Δ)`` applied to the current one), with the Jacobian of the base
+    task's differential-IK term, built beside the env's own terms and never applied.
+    """
+
+    def __init__(self, cfg: RecorderTermCfg, env):
+        super().__init__(cfg, env)
+        self._ik = None
 
     def record_post_step(self):
-        ee = self._env.scene[self.cfg.ee_frame_name].data
+        from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
+        from isaaclab.utils.math import quat_from_angle_axis, quat_mul
+
+        if self._ik is None:
+            from l2.lift.lift_env_cfg import ActionsCfg
+
+            ik_cfg = ActionsCfg().arm_action
+            self._ik = ik_cfg.class_type(ik_cfg, self._env)
+        arm = self._env.action_manager.get_term(self.cfg.arm_action_name)
+        joints = self._ik._asset.data.joint_pos.torch[:, self._ik._joint_ids]
+        relative = isinstance(arm, RelativeJointPositionAction)
+        target = arm.processed_actions + joints if relative else arm.processed_actions
+        pos, quat = self._ik._compute_frame_pose()
+        twist = (self._ik._compute_frame_jacobian() @ (target - joints).unsqueeze(-1)).squeeze(-1)
+        angle = torch.linalg.vector_norm(twist[:, 3:], dim=-1)
+        axis = twist[:, 3:] / angle.clamp_min(1e-12).unsqueeze(-1)
+        quat = quat_mul(quat_from_angle_axis(angle, axis), quat)
         gripper_raw = self._env.action_manager.get_term(self.cfg.gripper_action_name).raw_actions
-        gripper = torch.where(gripper_raw < 0, -1.0, 1.0).to(ee.target_pos_source.torch.dtype)
-        return "actions", torch.cat([ee.target_pos_source.torch[:, 0], ee.target_quat_source.torch[:, 0], gripper], -1)
+        gripper = torch.where(gripper_raw < 0, -1.0, 1.0).to(pos.dtype)
+        return "actions", torch.cat([pos + twist[:, :3], quat, gripper], -1)
 
 
 class RawPolicyActionRecorder(RecorderTerm):
@@ -82,7 +110,7 @@ class PolicySplitObsRecorderCfg(RecorderTermCfg):
 @configclass
 class EquivalentIKAbsActionRecorderCfg(RecorderTermCfg):
     class_type: type = EquivalentIKAbsActionRecorder
-    ee_frame_name: str = "ee_frame"
+    arm_action_name: str = "arm_action"
     gripper_action_name: str = "gripper_action"
 
 
