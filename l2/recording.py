@@ -68,6 +68,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 return
         # Made with the first demo: a run that writes none (an error before it, no success) leaves no
         # file, and --overwrite replaces the old file only once there is something to replace it with.
+        # Its folder is made now: the camera frame spool goes beside it from the first step.
+        os.makedirs(os.path.dirname(file_path) or ".", exist_ok=True)
         self._to_create = (file_path, env_name)
         self._defer_env_args = True
 

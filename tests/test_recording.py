@@ -174,19 +174,19 @@ def test_new_file_appears_whole_with_its_first_demo(tmp_path, monkeypatch):
     writes nothing leaves no file, and one killed while creating it leaves no truncated HDF5 behind."""
     import os
 
-    path = tmp_path / "demos.hdf5"
+    path = tmp_path / "new" / "demos.hdf5"
     handler = L2DatasetFileHandler()
     handler.create(str(path), env_name=TASK)
     handler.flush()
-    assert not path.exists() and handler.get_num_episodes() == 0
+    assert not path.exists() and path.parent.is_dir() and handler.get_num_episodes() == 0
     seen = []
     real_replace = os.replace
     monkeypatch.setattr(os, "replace", lambda a, b: (seen.append((a, b, os.path.exists(b))), real_replace(a, b)))
     handler.write_episode(_episode(3, True))
-    assert seen == [(str(tmp_path / "demos.creating.hdf5"), str(path), False)]
+    assert seen == [(str(path.parent / "demos.creating.hdf5"), str(path), False)]
     handler.write_episode(_episode(2, True))
     handler.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demos.hdf5"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["demos.hdf5"]
     assert validate_file(path).ok and validate_file(path).episodes == 2
 
 
