@@ -5,7 +5,7 @@
 #   3. PPO from that actor: critic warm-up with the actor frozen, then PPO (l2/rl/train.py),
 #   4. the learning curve (python -m l2.rl.plot) and the success rate after PPO, over the same 64 episodes.
 #
-#   scripts/train_rl.sh                          # SEED=42, RUN=cpu_seed42, 64 envs: about 1 h on 2 cores
+#   scripts/train_rl.sh                          # SEED=42, RUN=cpu_seed42, 64 envs: about 31 min on 2 cores
 #   SEED=1 RUN=cpu_seed1 PPO_ITERATIONS=200 scripts/train_rl.sh
 #
 # Then ship it: python -m l2.rl.checkpoint logs/rl/<run>/model_<it>.pt

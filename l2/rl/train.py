@@ -2,11 +2,14 @@
 
 Checkpoints (``model_<iteration>.pt``), TensorBoard logs and the env/agent cfgs go to
 ``logs/rl/<run>/``. The cameras are off while training (``presets=no_cameras``): the policy's input is
-the state observation only. Lifting needs ~10^8 env steps (a GPU with thousands of envs); on the CPU this
-trains a few iterations to check the pipeline.
+the state observation only. From scratch, lifting needs ~10^8 env steps (a GPU with thousands of envs);
+on the CPU, PPO starts from the DAgger warm start of ``l2/rl/pretrain.py`` (``--init``, with the
+fine-tuning agent cfg), as ``scripts/train_rl.sh`` does in about half an hour.
 
 Examples::
 
+    python l2/rl/train.py --agent rsl_rl_finetune_cfg_entry_point --init logs/rl/cpu_seed42/model_bc.pt \
+        --critic_warmup 20 --num_envs 64 --run_name cpu_seed42            # the shipped policy's PPO stage
     python l2/rl/train.py --num_envs 4 --max_iterations 2                       # CPU smoke run
     isaaclab.sh -p l2/rl/train.py --device cuda --num_envs 4096 --max_iterations 1500
     python l2/rl/train.py --resume logs/rl/<run>/model_100.pt --max_iterations 100
