@@ -19,7 +19,7 @@ def encoder_options(opts: VideoOptions) -> dict[str, str]:
     x264's macroblock-tree rate control is off: with it (x264 as bundled by PyAV 19) the same frames
     encoded in the same process came out with other bytes now and then (frames 2-3 of an episode, 4 of
     10 videos over 8 conversions), as if it read memory it had not written; without it, 0 of 10 over
-    24 conversions. Its gain is small at our short GOP (2 frames).
+    24 conversions. At our 2-frame GOP it saved bytes but cost PSNR (docs/cameras.md).
     """
     return {"crf": str(opts.crf), "preset": opts.preset, "x264-params": "mbtree=0"}
 
