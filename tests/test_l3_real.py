@@ -320,3 +320,17 @@ def test_unsafe_camera_key_in_config(tmp_path, capsys):
                    "cameras: {'../x': observation.images.cam_high}\n")
     assert main([str(good), "-c", str(cfg), "-o", str(tmp_path / "o")]) == 2
     assert "invalid camera key '../x'" in capsys.readouterr().err
+
+
+def test_task_text_that_is_not_utf8_is_one_line_error(tmp_path, capsys):
+    """h5py reads invalid UTF-8 in a variable-length string as lone surrogates: reported as bad input,
+    not a UnicodeEncodeError when the task is written (found by bench/fuzz_inputs.py)."""
+    chunk = make_platform_chunk(tmp_path / "in" / "chunk_1.hdf5", 3, [5])
+    with h5py.File(chunk, "a") as f:
+        f["data/episode_003"].attrs.create("task", b"pick \xe6\x80 up", dtype=h5py.string_dtype("utf-8"))
+        assert "\udce6" in f["data/episode_003"].attrs["task"]
+    out = tmp_path / "ds"
+    assert main([str(chunk), "--config", str(PLATFORM_CFG), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {chunk}:/data/episode_003: task attribute is not UTF-8"), err
+    assert not out.exists()

@@ -146,12 +146,19 @@ def attr_text(v, errors: str = "strict") -> str:
     """An HDF5 string attribute as text: h5py vlen str, bytes / numpy bytes (fixed length), 0-d arrays.
 
     Bytes are decoded as UTF-8 with ``errors`` (``"strict"``: invalid UTF-8 raises UnicodeDecodeError).
+    h5py hands over invalid UTF-8 in a variable-length string as lone surrogates; they get the same
+    treatment (else they would fail later, when the text is written to the output's JSON lines).
     """
     if isinstance(v, np.ndarray) and v.shape == ():
         v = v[()]
     if isinstance(v, bytes | np.bytes_):
         return bytes(v).decode("utf-8", errors)
-    return str(v)
+    text = str(v)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", errors)
+    return text
 
 
 def attr_list(v) -> list[str] | None:
