@@ -52,6 +52,15 @@ def reactive_pick_and_lift(
     return torch.cat([pos, grasp_quat, gripper], dim=-1)
 
 
+def shadow_ik_term(env: ManagerBasedRLEnv):
+    """The base task's differential-IK action term, built beside the env's own terms and never applied:
+    its frame pose and Jacobian translate between end-effector poses and joint targets."""
+    from l2.lift.lift_env_cfg import ActionsCfg
+
+    ik_cfg = ActionsCfg().arm_action
+    return ik_cfg.class_type(ik_cfg, env)
+
+
 class JointSpaceExpert:
     """Scripted expert acting in the RL variant's action space (arm joint targets + binary gripper).
 
@@ -69,13 +78,10 @@ class JointSpaceExpert:
     def __init__(self, env: ManagerBasedRLEnv, cfg: PickAndLiftCfg | None = None):
         from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
 
-        from l2.lift.lift_env_cfg import ActionsCfg
-
-        ik_cfg = ActionsCfg().arm_action
         self.env = env
         self.cfg = cfg or PickAndLiftCfg(dt=env.step_dt)
         self._orientation = PickAndLiftStateMachine(env.num_envs, env.device, self.cfg).grasp_orientation
-        self._ik = ik_cfg.class_type(ik_cfg, env)
+        self._ik = shadow_ik_term(env)
         self._arm = env.action_manager.get_term("arm_action")
         self._fingers = self._ik._asset.find_joints("panda_finger.*")[0]
         self._relative = isinstance(self._arm, RelativeJointPositionAction)

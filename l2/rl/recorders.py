@@ -69,17 +69,16 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
 
     def __init__(self, cfg: RecorderTermCfg, env):
         super().__init__(cfg, env)
-        self._ik = None
+        self._ik = None  # built on the first record: the recorder manager comes before the action manager
 
     def record_post_step(self):
         from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
         from isaaclab.utils.math import quat_from_angle_axis, quat_mul
 
-        if self._ik is None:
-            from l2.lift.lift_env_cfg import ActionsCfg
+        from l2.rl.expert import shadow_ik_term
 
-            ik_cfg = ActionsCfg().arm_action
-            self._ik = ik_cfg.class_type(ik_cfg, self._env)
+        if self._ik is None:
+            self._ik = shadow_ik_term(self._env)
         arm = self._env.action_manager.get_term(self.cfg.arm_action_name)
         joints = self._ik._asset.data.joint_pos.torch[:, self._ik._joint_ids]
         relative = isinstance(arm, RelativeJointPositionAction)
