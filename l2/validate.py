@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
+from l2.hdf5_guard import read_through
 from l2.schema import (
     ACTIONS,
     ATTR_ENV_ARGS,
@@ -412,6 +413,10 @@ def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_
     report = FileReport(file)
     if not os.path.isfile(file):
         problem = "not a regular file" if os.path.exists(file) else "no such file"
+        report.violations.append(Violation(file, "/", problem))
+        return report
+    problem = read_through(file)
+    if problem is not None:
         report.violations.append(Violation(file, "/", problem))
         return report
     try:

@@ -27,7 +27,7 @@ from l3.episode import Episode
 from l3.errors import ConfigError, InputError
 from l3.mapping import Mapping, load_mapping, reconcile, resolve_fps, with_names
 from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
-from l3.readers.common import EpisodeRef, FileScan, Reader, open_hdf5, reading
+from l3.readers.common import EpisodeRef, FileScan, Reader, check_read_through, open_hdf5, reading
 
 READERS: dict[str, Reader] = {r.format: r for r in (l2_hdf5.READER, platform_hdf5.READER, aloha_hdf5.READER)}
 FORMATS = tuple(READERS)
@@ -44,6 +44,8 @@ class Input:
 
     def __init__(self, file: str, forced: str | None = None):
         self.file, self._h5 = file, None
+        if not (file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file)):
+            check_read_through(file)
         if forced is not None:
             if forced not in READERS:
                 raise ConfigError(f"unknown input format {forced!r} (one of {', '.join(FORMATS)})")

@@ -15,6 +15,7 @@ from typing import ClassVar, Protocol
 import h5py
 import numpy as np
 
+from l2.hdf5_guard import read_through
 from l2.validate import READ_ERRORS
 from l3.episode import Episode
 from l3.errors import InputError
@@ -215,6 +216,16 @@ def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | No
     if check:
         check_finite(file, path, a)
     return a
+
+
+def check_read_through(file: str, data: bytes | None = None) -> None:
+    """Raise an InputError at ``/`` if the HDF5 library hangs or crashes reading ``file`` (or its bytes
+    ``data``) through; see :mod:`l2.hdf5_guard`. Missing or unopenable files pass: :func:`open_hdf5` says why."""
+    if data is None and not os.path.isfile(file):
+        return
+    problem = read_through(file if data is None else data)
+    if problem is not None:
+        raise InputError(file, "/", problem)
 
 
 def open_hdf5(file: str, opener: Callable[[], h5py.File] | None = None) -> h5py.File:

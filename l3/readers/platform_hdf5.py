@@ -36,6 +36,7 @@ from l3.readers.common import (
     attr_list,
     attr_text,
     check_name,
+    check_read_through,
     open_hdf5,
     read_all_frames,
     read_float,
@@ -223,6 +224,7 @@ def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
                 display = f"{archive}/{m.name}"
                 data = tf.extractfile(m).read()
                 part = FileScan(display, scan.source)
+                check_read_through(display, data)
                 with open_hdf5(display, lambda data=data: h5py.File(io.BytesIO(data), "r")) as f, \
                         reading(display, "/", "cannot read HDF5 metadata"):
                     _scan_h5(f, display, part, source, archive=archive, member=m.name, offset=m.offset_data,

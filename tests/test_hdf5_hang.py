@@ -1,0 +1,74 @@
+"""A file that makes the HDF5 library loop forever is refused in one line, by the validator and the converter.
+
+The corruption is the one the fuzz campaign found: a global heap collection (where variable-length
+strings live) with its object headers zeroed, which libhdf5 2.0 parses forever.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from l3_fixtures import make_l2_file
+from l3_real_fixtures import make_platform_chunk, make_tar_gz
+
+from l2 import validate
+from l2.hdf5_guard import TIMEOUT_ENV, read_through
+from l3.convert import main as convert
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = "10"  # seconds: the looping child is killed after it; a good file is read through in well under one
+
+
+def zero_global_heap(path: Path) -> Path:
+    """Zero the object headers of the file's first global heap collection (after its 16-byte header)."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"GCOL")
+    assert at > 0, f"{path} has no global heap collection"
+    data[at + 16:at + 48] = bytes(32)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_library_really_loops_on_it(tmp_path):
+    """The premise: reading such a file through in-process never returns."""
+    bad = zero_global_heap(make_platform_chunk(tmp_path / "chunk_001.hdf5", 1, [5], size=(16, 24)))
+    code = "import sys; from l2.hdf5_guard import walk_metadata; walk_metadata(sys.argv[1])"
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", code, str(bad)], timeout=10, capture_output=True)
+    assert read_through(str(bad), timeout=5) is not None
+
+
+def test_good_file_reads_through(tmp_path):
+    assert read_through(str(make_l2_file(tmp_path / "scripted_a.hdf5", 2, camera=True)), timeout=60) is None
+
+
+def test_validator_reports_the_hang(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
+    bad = zero_global_heap(make_l2_file(tmp_path / "scripted_a.hdf5", 2))
+    assert validate.main([str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:/: the HDF5 library did not finish reading" in out, out
+
+
+@pytest.mark.parametrize("archive", [False, True], ids=["chunk", "tar.gz"])
+def test_converter_refuses_in_one_line(archive, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
+    good = make_platform_chunk(tmp_path / "good" / "chunk_001.hdf5", 1, [5, 6], size=(16, 24))
+    bad = zero_global_heap(make_platform_chunk(tmp_path / "bad" / "chunk_002.hdf5", 3, [5], seed=1, size=(16, 24)))
+    where = f"{bad}:/:"
+    if archive:
+        bad = make_tar_gz(tmp_path / "bad.tar.gz", [bad])
+        where = f"{bad}/export/chunk_002.hdf5:/:"
+    cfg = str(REPO / "config" / "platform_export.yaml")
+    out = tmp_path / "out" / "ds"
+    assert convert([str(good), str(bad), "--config", cfg, "-o", str(out), "-q"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {where} the HDF5 library did not finish"), lines
+    assert not out.exists()
+    if archive:
+        return
+    assert convert([str(good), str(bad), "--config", cfg, "-o", str(out), "--skip-bad"]) == 0
+    assert f"skipped (bad input): {where} the HDF5 library" in capsys.readouterr().err
