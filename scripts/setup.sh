@@ -61,6 +61,14 @@ ensure_venv() {
     fi
     return 0
   fi
+  if [ "${L2L3_SHARED_VENV:-0}" != 1 ] && [ -x "$VENV/bin/python" ] && [ -f "$marker" ]; then
+    # A working venv made for an older dependency list: update it in place (minutes saved; packages
+    # dropped from the list stay). CI's venvs are keyed by the list's hash and always built anew.
+    echo "setup: the dependency list changed: updating $VENV in place"
+    "$VENV/bin/pip" install -q -e "$REPO[sim,test]"
+    echo "$want" > "$marker"
+    return 0
+  fi
   local py; py="$(find_python312)"
   echo "setup: creating $VENV with $("$py" -V) and installing Isaac Lab 3.0 (about 8 GB, 5-10 min on a fresh machine)"
   local real; real="$(readlink -f "$VENV")"  # the cache folder when .venv is a link (venv can't create through one)
