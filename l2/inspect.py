@@ -121,8 +121,8 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
     if handle is not None:
         handle.close()
     if b.paths:
-        b.notes.append("Top-down plot: the end-effector path is the commanded target (actions x, y), in the robot "
-                       "root frame like the cube position (obs/object_position at the first and last frames).")
+        b.top_down_caption = ("End-effector path: the commanded target (actions x, y), in the robot root frame like "
+                              "the cube (obs/object_position at the first and last frames).")
     for file in files:
         first = next((k for k in sorted(b.traced) if refs[k].file == file), None)
         if first is None or not info[file]["cameras"]:

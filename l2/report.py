@@ -130,6 +130,7 @@ class ReportBuilder:
         self.strips: list[tuple[str, np.ndarray]] = []
         self.tables: list[Table] = []
         self.notes: list[str] = []
+        self.top_down_caption = ""
 
     # ------------------------------------------------------------------ collecting
     def add(self, ep: EpisodeData) -> None:
@@ -199,8 +200,9 @@ class ReportBuilder:
                                   + _img(fig, "action histograms")))
         fig = self._top_down_figure()
         if fig is not None:
+            caption = f"<p>{_esc(self.top_down_caption)}</p>" if self.top_down_caption else ""
             parts.append(_section("Top-down: cube start positions and end-effector paths",
-                                  _img(fig, "top-down view")))
+                                  caption + _img(fig, "top-down view")))
         if self.strips:
             parts.append(_section("Camera frames", "".join(
                 f"<h3>{_esc(t)}</h3>" + _jpeg(img, t) for t, img in self.strips)))
@@ -260,16 +262,20 @@ class ReportBuilder:
         names = self._names(group)
         if not names:
             return None
-        import matplotlib.pyplot as plt
-
-        cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        colors = self._colors()
+        styles = ("-", "--", ":", "-.")
+        style = {}  # one colour per source (as in the other plots), one line style per episode of a source
+        for e in self.trajectories:
+            style[e.label] = (colors.get(e.source, "k"), styles[sum(f.source == e.source for f in self.trajectories
+                                                                    if f.label in style) % len(styles)])
         fig, axes = self._grid(len(names))
         handles: dict[str, object] = {}
         for ax, name in zip(axes, names, strict=False):
-            for k, e in enumerate(self.trajectories):  # one colour per episode in every subplot
+            for e in self.trajectories:
                 values = getattr(e, group).get(name)
                 if values is not None:
-                    (line,) = ax.plot(np.arange(len(values)), values, lw=1.1, color=cycle[k % len(cycle)])
+                    color, ls = style[e.label]
+                    (line,) = ax.plot(np.arange(len(values)), values, lw=1.2, color=color, ls=ls)
                     handles.setdefault(e.label, line)
             ax.set_title(name, fontsize=9)
             ax.tick_params(labelsize=7)

@@ -111,9 +111,9 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         b.notes.append(f"No cube start positions: the state has no dimensions named {cube_xy} (--cube-xy).")
     if ee is None:
         b.notes.append(f"No end-effector paths: the action has no dimensions named {ee_xy} (--ee-xy).")
-    if ee is not None:
-        b.notes.append(f"Top-down plot: end-effector path = action {ee_xy} (the commanded target); cube = state "
-                       f"{cube_xy} at the first and last frames.")
+    else:
+        b.top_down_caption = (f"End-effector path: action {ee_xy} (the commanded target); cube: state {cube_xy} at the "
+                              "first and last frames.")
 
     for k, e in enumerate(tqdm(episodes, desc="inspect", unit="ep", disable=not progress)):
         rel = layout.data_path(k, chunks, data_tpl)
