@@ -156,3 +156,19 @@ def test_value_sample_is_bounded_and_uniform():
     assert s.seen == 50_000 and len(s.values) == 1000 and len(np.unique(s.values)) == 1000
     counts = np.histogram(s.values, bins=10, range=(0, 50_000))[0]
     assert counts.min() > 60 and counts.max() < 140  # ~100 per tenth of the stream, early or late
+
+
+def test_frame_strip_tiles_the_recorded_frames(l2_files):
+    """l2.frame_strip (which l2.inspect embeds): evenly spaced frames, first and last, one row per camera."""
+    import h5py
+
+    from l2.frame_strip import GAP, frame_strip
+
+    strip = frame_strip(l2_files[1], demo=2, frames=3)
+    with h5py.File(l2_files[1]) as f:
+        table, wrist = f["data/demo_2/obs/table_cam"][()], f["data/demo_2/obs/wrist_cam"][()]
+    T, h, w, _ = table.shape
+    assert strip.shape == (2 * h + GAP, 3 * w + 2 * GAP, 3)
+    assert np.array_equal(strip[:h, :w], table[0]) and np.array_equal(strip[:h, -w:], table[T - 1])
+    assert np.array_equal(strip[h + GAP:, w + GAP:2 * w + GAP], wrist[round((T - 1) / 2)])
+    assert (strip[h:h + GAP] == 255).all()
