@@ -44,7 +44,7 @@ def scan(files: list[str]) -> tuple[list[DemoRef], dict[str, dict]]:
     refs: list[DemoRef] = []
     info: dict[str, dict] = {}
     for file in files:
-        where = schema.DATA_GROUP
+        where = ""
         try:
             with h5py.File(file, "r") as f:
                 data = f.get(schema.DATA_GROUP)
@@ -146,7 +146,8 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l2.inspect", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m l2.inspect", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="example: python -m l2.inspect data/demos/*.hdf5 --output report.html")
     p.add_argument("files", nargs="+", help="L2 HDF5 files (the source tag comes from the name prefix)")
     p.add_argument("--output", "-o", required=True, help="HTML file to write")

@@ -379,7 +379,7 @@ def _data_img(mime: str, data: bytes, alt: str) -> str:
 
 
 _STYLE = """
-body{font-family:sans-serif;margin:1.5em auto;max-width:1000px;color:#222}
+body{font-family:sans-serif;margin:1.5em auto;padding:0 1em;max-width:1000px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 h3{font-size:1em}img{max-width:100%;display:block;margin:.4em 0}
 table{border-collapse:collapse;font-size:.85em;margin:.4em 0}

@@ -214,7 +214,8 @@ def _strip_row(path: Path, length: int, frames: int) -> list[np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l3.inspect", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m l3.inspect", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="example: python -m l3.inspect outputs/lift_cube_gr00t --output report.html")
     p.add_argument("dataset", help="GR00T LeRobot dataset folder (holds meta/, data/, videos/)")
     p.add_argument("--output", "-o", required=True, help="HTML file to write")

@@ -131,6 +131,20 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
         r = run(module, arg, "--output", str(out))
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
         assert not out.exists()
+    import shutil
+
+    from l3 import layout
+
+    broken = tmp_path / "broken"
+    shutil.copytree(l3_dataset, broken)
+    (broken / layout.data_path(5)).write_bytes(b"PAR1 not a parquet")
+    video = broken / layout.video_path(0, layout.video_key(CAMERAS[1]))
+    video.unlink()
+    for want in (f"{broken / layout.data_path(5)}: cannot read", f"{video}: missing"):
+        r = run("l3.inspect", str(broken), "--output", str(out), "--no-validate", "--quiet")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
+        assert not out.exists()
+        shutil.copy(l3_dataset / layout.data_path(5), broken / layout.data_path(5))  # then only the MP4 is bad
     out.write_text("mine")
     r = run("l3.inspect", str(l3_dataset), "--output", str(out))
     assert r.returncode == 2 and "exists (pass --overwrite" in r.stderr and out.read_text() == "mine"
