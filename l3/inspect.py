@@ -99,7 +99,7 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         "data_path", layout.DATA_PATH), info.get("video_path") or layout.VIDEO_PATH
     sources = [str(e.get("source", "unknown")) for e in episodes]
     chosen = report.choose_episodes(sources, traced) if episodes else []
-    b = ReportBuilder(f"L3 inspection: {root.name}", chosen, report.spread(len(episodes), report.MAX_PATHS))
+    b = ReportBuilder(f"L3 inspection: {root.resolve().name}", chosen, report.spread(len(episodes), report.MAX_PATHS))
     b.source_title = "Per-source breakdown (the source tag of each episode in episodes.jsonl)"
     b.facts += [("dataset", str(root))] + [(k, _fmt(info.get(k))) for k in (
         "codebase_version", "robot_type", "fps", "total_episodes", "total_frames", "total_tasks")]
