@@ -36,6 +36,24 @@ def camera_terms(demo: h5py.Group) -> list[str]:
     ]
 
 
+def frame_indices(length: int, frames: int) -> np.ndarray:
+    """``frames`` evenly spaced frame indices of a ``length``-frame episode, first and last included."""
+    return np.linspace(0, length - 1, frames).round().astype(int)
+
+
+def tile(rows: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """One (H, W, 3) uint8 picture of rows of (h, w, 3) frames, :data:`GAP` white pixels between them."""
+    h = max(img.shape[0] for row in rows for img in row)
+    w = max(img.shape[1] for row in rows for img in row)
+    cols = max(len(row) for row in rows)
+    out = np.full((len(rows) * (h + GAP) - GAP, cols * (w + GAP) - GAP, 3), 255, np.uint8)
+    for r, row in enumerate(rows):
+        for c, img in enumerate(row):
+            y, x = r * (h + GAP), c * (w + GAP)
+            out[y : y + img.shape[0], x : x + img.shape[1]] = img
+    return out
+
+
 def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = ()) -> np.ndarray:
     """(rows x H, frames x W, 3) uint8: ``frames`` evenly spaced frames (first and last included) of each camera."""
     with h5py.File(path, "r") as f:
@@ -51,16 +69,8 @@ def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Seque
             data = group.get(f"{schema.OBS}/{cam}")
             if not isinstance(data, h5py.Dataset) or data.ndim != 4:
                 raise ValueError(f"{path}:/{name}/obs/{cam}: not a camera term")
-            picks = np.linspace(0, data.shape[0] - 1, frames).round().astype(int)
-            rows.append([data[i] for i in picks])
-    h = max(r[0].shape[0] for r in rows)
-    w = max(r[0].shape[1] for r in rows)
-    out = np.full((len(rows) * (h + GAP) - GAP, frames * (w + GAP) - GAP, 3), 255, np.uint8)
-    for r, row in enumerate(rows):
-        for c, img in enumerate(row):
-            y, x = r * (h + GAP), c * (w + GAP)
-            out[y : y + img.shape[0], x : x + img.shape[1]] = img
-    return out
+            rows.append([data[i] for i in frame_indices(data.shape[0], frames)])
+    return tile(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

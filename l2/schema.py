@@ -33,6 +33,8 @@ LIFT_ACTION_DIM = 8
 EE_POS_SLICE = slice(0, 3)
 EE_QUAT_SLICE = slice(3, 7)  # qx, qy, qz, qw
 GRIPPER_SLICE = slice(7, 8)  # < 0 closes
+LIFT_ACTION_NAMES = ("x", "y", "z", "qx", "qy", "qz", "qw", "gripper")
+"""Per-column names of the lift_cube action (the names L3's lift_cube mapping gives them too)."""
 QUAT_NORM_TOL = 1e-3
 
 # Observation terms every lift_cube source records (policy group, concatenate_terms=False).

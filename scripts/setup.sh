@@ -2,7 +2,9 @@
 # Idempotent set-up shared by the README commands and CI:
 #   1. .venv/ (Python 3.12) with the project and its [sim,test] extras (Isaac Lab 3.0),
 #   2. the offline Franka Panda USD in the asset cache,
-#   3. Warp/MuJoCo-Warp CPU kernels compiled once (~/.cache/warp).
+#   3. Warp/MuJoCo-Warp CPU kernels compiled once (~/.cache/warp),
+#   4. with L2L3_BROWSER=1 (scripts/test.sh): Debian's chromium, the headless browser that opens the
+#      inspection reports in tests/test_inspect.py.
 # Each step is skipped when its result is already there. Source it or run it.
 set -euo pipefail
 
@@ -88,6 +90,21 @@ ensure_warp_kernels() {
   "$VENV/bin/python" -m l2.warmup --quiet
 }
 
+# Debian's package (root, or sudo); skipped when /usr/bin/chromium is there.
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: /usr/bin/chromium missing and no apt-get: install Chromium (tests/test_inspect.py needs it)" >&2
+    return 1
+  fi
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing Debian's chromium (headless browser for tests/test_inspect.py, about 1 min)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
 ensure_venv
 ensure_assets
 ensure_warp_kernels
+if [ "${L2L3_BROWSER:-0}" = 1 ]; then ensure_chromium; fi

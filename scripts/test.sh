@@ -3,7 +3,7 @@
 # Extra arguments go to pytest, e.g. scripts/test.sh -m "not sim" or scripts/test.sh tests/test_validate.py
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$REPO/scripts/setup.sh"
+L2L3_BROWSER=1 bash "$REPO/scripts/setup.sh"  # also headless Chromium, for the inspection-report test
 cd "$REPO"
 "$REPO/.venv/bin/ruff" check --quiet .  # lint first (settings in pyproject.toml): a finding fails the run
 exec "$REPO/.venv/bin/python" -m pytest "$@"

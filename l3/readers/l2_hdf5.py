@@ -217,9 +217,10 @@ class L2Reader:
         if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
             q = schema.EE_QUAT_SLICE
             action = (
-                Slice("ee_pose", action_key, 0, q.stop, ("x", "y", "z", "qx", "qy", "qz", "qw"),
+                Slice("ee_pose", action_key, 0, q.stop, schema.LIFT_ACTION_NAMES[: q.stop],
                       quaternion=(q.start, q.stop)),
-                Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop, ("gripper",)),
+                Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop,
+                      schema.LIFT_ACTION_NAMES[schema.GRIPPER_SLICE]),
             )
             action_dim = schema.LIFT_ACTION_DIM
         else:
