@@ -48,6 +48,14 @@ MSG_EPISODES_LAYOUT = "uses the abandoned episodes/<i> layout; expected data/dem
 MSG_FLAT_OBS = "obs is one flat dataset; expected a group of named terms (concatenate_terms=False)"
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters (names in a corrupt file may hold any)
+    escaped, so that a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True)
 class Violation:
     """One broken rule (or warning) at an HDF5 path of a file."""
@@ -57,7 +65,7 @@ class Violation:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.path}: {self.message}"
+        return one_line(f"{self.file}:{self.path}: {self.message}")
 
 
 @dataclass

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from l2.validate import one_line
+
 
 class InputError(Exception):
     """Malformed input, located by file and HDF5 path: ``str(e) == "FILE:/hdf5/path: message"``."""
 
     def __init__(self, file: str, path: str, message: str):
         path = path or "/"  # an episode that is a whole file (ALOHA) has the root as its group
-        super().__init__(f"{file}:{path}: {message}")
+        super().__init__(one_line(f"{file}:{path}: {message}"))
         self.file, self.path, self.message = file, path, message
 
     def __reduce__(self):  # keep it picklable across worker processes

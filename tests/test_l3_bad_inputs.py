@@ -121,3 +121,15 @@ def test_camera_missing_from_config_source(tmp_path, capsys):
     assert main([str(good), "--config", str(CONFIG), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: {good}:/data/demo_0/{CAMERA}: missing mapped term"
+
+
+def test_control_characters_in_names_stay_on_one_line():
+    """A corrupt file's names may hold line breaks or other control characters (seen in the fuzz campaign:
+    a flipped byte made a camera name ``cam_left_wrH\\x1et``); messages escape them."""
+    from l2.validate import Violation
+    from l3.errors import InputError
+
+    error = str(InputError("a.hdf5", "/data/cam\x1ex", "name 'cam\nx'"))
+    assert error == "a.hdf5:/data/cam\\x1ex: name 'cam\\nx'", error
+    violation = str(Violation("a.hdf5", "/d\r", "m"))
+    assert violation == "a.hdf5:/d\\r: m" and len(violation.splitlines()) == 1, violation
