@@ -36,7 +36,6 @@ hash="$(printf '%s' "$spec" | sha256sum | cut -c1-12)"
 cache="${L2L3_CACHE:-$HOME/.cache/l2l3}"
 venv="$cache/venvs/lerobot-$flavour-$hash"
 marker="$venv/.l2l3-ready"
-mkdir -p "$cache/venvs"
 
 works() {
   [[ -f "$marker" ]] && "$venv/bin/python" -c "import lerobot" >/dev/null 2>&1
@@ -67,6 +66,7 @@ if [[ -n "$check" ]]; then
 fi
 
 # One builder at a time (tests may start in parallel).
+mkdir -p "$cache/venvs"
 exec 9>"$cache/venvs/.lerobot-$flavour.lock"
 flock 9
 

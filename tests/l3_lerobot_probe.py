@@ -73,7 +73,7 @@ def load_v30(root: Path, npz: Path) -> dict:
         sub = LeRobotDataset(REPO_ID, root=root, video_backend="pyav", episode_filter=lambda e, s=src: e["source"] == s)
         by_source[src] = {"episodes": sub.num_episodes, "frames": sub.num_frames,
                           "sources": sorted({sub.meta.episodes[int(i)]["source"] for i in sub.episodes})}
-    out.update(lerobot=lerobot.__version__, episodes=episodes, by_source=by_source,
+    out.update(lerobot=lerobot.__version__, frames=ds.num_frames, episodes=episodes, by_source=by_source,
                stats={k: sorted(v) for k, v in ds.meta.stats.items()})
     return out
 

@@ -121,3 +121,22 @@ def test_camera_missing_from_config_source(tmp_path, capsys):
     assert main([str(good), "--config", str(CONFIG), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: {good}:/data/demo_0/{CAMERA}: missing mapped term"
+
+
+def test_v30_without_lerobot_venv(tmp_path, capsys, monkeypatch):
+    """--codebase-version v3.0 without LeRobot's venv: one line saying how to build it, exit 2, before any work;
+    an existing output is refused the same way (nothing needed to see that)."""
+    monkeypatch.setenv("L2L3_CACHE", str(tmp_path / "empty_cache"))  # where scripts/setup_lerobot.sh looks
+    monkeypatch.delenv("L3_LEROBOT_PYTHON", raising=False)
+    good = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 1)
+    out = tmp_path / "out" / "ds"
+    assert main([str(good), "--codebase-version", "v3.0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bash" in err and "setup_lerobot.sh v30" in err, err
+    assert not out.parent.exists() and not (tmp_path / "empty_cache" / "venvs").exists()  # nothing built or written
+
+    monkeypatch.setenv("L3_LEROBOT_PYTHON", "/nonexistent/python")
+    out.mkdir(parents=True)
+    assert main([str(good), "--codebase-version", "v3.0", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: output {out} already exists (use --overwrite to replace it)\n"
+    assert list(out.parent.iterdir()) == [out]
