@@ -368,6 +368,7 @@ examples:
   python l3/convert.py data/demos --output out --include-failed --sources scripted,teleop
   python l3/convert.py my_runs/*.hdf5 --source teleop='my_runs/quest_*' --output out
   python l3/convert.py data/demos/scripted_lift_cube.hdf5 --print-config > my_mapping.yaml
+  python l3/convert.py data/demos --output out_v30 --codebase-version v3.0  # after scripts/setup_lerobot.sh v30
 
 Each episode's source comes from its file name prefix (scripted_, rl_, teleop_, else unknown),
 unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage (one line
@@ -377,7 +378,8 @@ unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python l3/convert.py", description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset.",
+        prog="python l3/convert.py",
+        description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset (v3.0: see --codebase-version).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; "

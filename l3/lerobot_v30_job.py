@@ -61,7 +61,7 @@ def main(root: Path, fields_path: Path) -> dict:
     convert_dataset(repo_id=repo_id, root=root, push_to_hub=False, force_conversion=True)
     add_fields(root, fields)
     meta = LeRobotDatasetMetadata(repo_id, root=root)
-    return {"lerobot": lerobot.__version__, "codebase_version": meta.info["codebase_version"],
+    return {"lerobot": lerobot.__version__, "codebase_version": meta.info.codebase_version,
             "episodes": meta.total_episodes, "frames": meta.total_frames, "tasks": len(meta.tasks),
             "episode_columns": list(meta.episodes.column_names)}
 

@@ -52,7 +52,7 @@ def lerobot_python() -> str:
     it downloads torch)."""
     if os.environ.get(PYTHON_ENV):
         return os.environ[PYTHON_ENV]
-    how = f"build it once with `bash {SETUP} v30` (lerobot 0.6.1 + torch, ~3 GB download, ~6.5 GB on disk)"
+    how = f"build it once with `bash {SETUP} v30` (lerobot 0.6.1 + torch: a few GB to download, ~6 GB on disk)"
     if not SETUP.exists():
         raise UsageError(f"--codebase-version v3.0 needs a python with lerobot 0.6.x: set {PYTHON_ENV}")
     r = subprocess.run(["bash", str(SETUP), "v30", "--check"], capture_output=True, text=True)

@@ -59,7 +59,7 @@ def load_v30(root: Path, npz: Path) -> dict:
 
     info = json.loads((root / "meta/info.json").read_text())
     ds = LeRobotDataset(REPO_ID, root=root, video_backend="pyav")
-    assert ds.meta.info["codebase_version"] == "v3.0", ds.meta.info["codebase_version"]
+    assert ds.meta.info.codebase_version == "v3.0", ds.meta.info.codebase_version
     assert ds.num_episodes == info["total_episodes"], (ds.num_episodes, info["total_episodes"])
     assert ds.num_frames == info["total_frames"], (ds.num_frames, info["total_frames"])
     out = read_all(ds, info)
