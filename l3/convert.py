@@ -473,4 +473,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's module, not this __main__ copy: l3.v30 imports l3.convert, and the errors it raises
+    # must be the classes main() catches.
+    from l3.convert import main as package_main
+
+    sys.exit(package_main())

@@ -3,7 +3,7 @@
 ``python l3/convert.py ... --codebase-version v3.0`` writes the GR00T LeRobot v2.1 dataset as usual
 (:func:`l3.convert.convert`, validated) into a staging folder beside the output, then runs
 ``lerobot.scripts.convert_dataset_v21_to_v30`` (lerobot 0.6.x) on it in LeRobot's own venv (built by
-``scripts/setup_lerobot.sh v30``; lerobot needs torch, which the Isaac Lab venv must not get twice),
+``scripts/setup_lerobot.sh v30``: lerobot 0.6's pins of numpy, packaging and av clash with Isaac Lab's venv),
 puts back what that converter leaves out (``meta/modality.json``, the q01/q99 of ``stats.json``),
 checks the result against the v2.1 metadata (:func:`check`) and renames it into place. Why a
 subprocess of LeRobot's converter and not a writer of our own: docs/lerobot_v30.md.

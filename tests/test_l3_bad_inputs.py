@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -12,6 +15,7 @@ from l3_fixtures import CAMERA, CAMERAS, make_l2_file
 from l3.convert import main
 
 CONFIG = Path(__file__).resolve().parent.parent / "config" / "lift_cube.yaml"
+CONVERT = CONFIG.parents[1] / "l3" / "convert.py"
 
 
 def _truncated(p: Path) -> None:
@@ -134,6 +138,9 @@ def test_v30_without_lerobot_venv(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bash" in err and "setup_lerobot.sh v30" in err, err
     assert not out.parent.exists() and not (tmp_path / "empty_cache" / "venvs").exists()  # nothing built or written
+    cli = subprocess.run([sys.executable, str(CONVERT), str(good), "--codebase-version", "v3.0", "-o", str(out)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(CONVERT.parents[1])})
+    assert (cli.returncode, cli.stderr) == (2, err), cli.stderr  # the same from the command line
 
     monkeypatch.setenv("L3_LEROBOT_PYTHON", "/nonexistent/python")
     out.mkdir(parents=True)

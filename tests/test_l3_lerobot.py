@@ -142,5 +142,6 @@ def test_v30_converter_failure_leaves_nothing(inputs, tmp_path):
     r = subprocess.run([*CONVERT, *inputs, "--codebase-version", "v3.0", "-o", str(out), "-q"],
                        capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 1, r.stdout + r.stderr
+    assert "\nerror: LeRobot's v2.1 -> v3.0 converter" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "lerobot 0.3.3" in r.stderr and "has no v2.1 -> v3.0 converter" in r.stderr
     assert list(tmp_path.iterdir()) == []
