@@ -368,6 +368,7 @@ examples:
   python l3/convert.py data/demos --output out --include-failed --sources scripted,teleop
   python l3/convert.py my_runs/*.hdf5 --source teleop='my_runs/quest_*' --output out
   python l3/convert.py data/demos/scripted_lift_cube.hdf5 --print-config > my_mapping.yaml
+  python l3/convert.py data/demos --output out_v30 --codebase-version v3.0  # after scripts/setup_lerobot.sh v30
 
 Each episode's source comes from its file name prefix (scripted_, rl_, teleop_, else unknown),
 unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage (one line
@@ -377,7 +378,8 @@ unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python l3/convert.py", description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset.",
+        prog="python l3/convert.py",
+        description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset (v3.0: see --codebase-version).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; "
@@ -403,6 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--workers", type=int, default=1,
                    help="worker processes (default 1); pays off with cameras (video encoding), less so for "
                    "state-only data; the output is byte-identical for any number")
+    p.add_argument("--codebase-version", choices=("v2.1", "v3.0"), default="v2.1",
+                   help="LeRobot dataset format: v2.1 (default; what Isaac-GR00T reads, with meta/modality.json) or "
+                   "v3.0 (lerobot >= 0.4, its GR00T N1.7 integration): the v2.1 dataset converted by LeRobot's own "
+                   "converter in its venv (scripts/setup_lerobot.sh v30); see docs/lerobot_v30.md")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed files/episodes (listed in the summary) instead of stopping")
@@ -437,12 +443,18 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--output DIR is required")
         if args.workers < 1:
             raise UsageError("--workers must be >= 1")
+        v3 = args.codebase_version == "v3.0"
+        if v3:
+            from l3 import v30  # imports this module
+        output = v30.stage_path(args.output, args.overwrite) if v3 else args.output  # v2.1 first, then converted
         summary = convert(
-            args.inputs, args.output, config=args.config, success_only=args.success_only,
+            args.inputs, output, config=args.config, success_only=args.success_only,
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
             max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
             overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
             input_format=args.input_format, min_score=args.min_score)
+        if v3:
+            summary = v30.finish(summary, args.output, args.overwrite)
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -454,9 +466,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
-    print(f"wrote {summary.output} ({summary.episodes} episodes, {summary.frames} frames); l3.validate: ok")
+    checked = "checked against its v2.1 source" if args.codebase_version == "v3.0" else "l3.validate: ok"
+    print(f"wrote {summary.output} (LeRobot {args.codebase_version}, {summary.episodes} episodes, "
+          f"{summary.frames} frames); {checked}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's module, not this __main__ copy: l3.v30 imports l3.convert, and the errors it raises
+    # must be the classes main() catches.
+    from l3.convert import main as package_main
+
+    sys.exit(package_main())

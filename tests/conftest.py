@@ -34,18 +34,18 @@ PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
 
 
 def lerobot_python(flavour: str) -> str:
-    """The python of LeRobot's venv (``v21``: lerobot 0.3.x, ``v30``: 0.4.x), built once by scripts/setup_lerobot.sh."""
+    """The python of LeRobot's venv (``v21``: lerobot 0.3.x, ``v30``: 0.6.x), built once by scripts/setup_lerobot.sh."""
     r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), flavour], capture_output=True, text=True,
                        timeout=3600)
     assert r.returncode == 0, f"scripts/setup_lerobot.sh {flavour} failed:\n{r.stderr[-4000:]}"
     return r.stdout.strip().splitlines()[-1]
 
 
-def run_probe(python: str, mode: str, root: Path, tmp: Path) -> dict:
+def run_probe(python: str, mode: str, root: Path, tmp: Path, *extra: str) -> dict:
     """Run tests/l3_lerobot_probe.py on a dataset inside a LeRobot venv, offline; its JSON result."""
     env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_LEROBOT_HOME": str(tmp / "lerobot_home"), "PYTHONPATH": ""}
-    r = subprocess.run([python, str(PROBE), mode, str(root)], capture_output=True, text=True, env=env,
+    r = subprocess.run([python, str(PROBE), mode, str(root), *extra], capture_output=True, text=True, env=env,
                        timeout=900, cwd=tmp)
     assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])

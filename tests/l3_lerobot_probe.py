@@ -1,7 +1,7 @@
 """Runs INSIDE a LeRobot venv (scripts/setup_lerobot.sh), not under pytest.
 
-    python l3_lerobot_probe.py load DIR     # lerobot 0.3.x: LeRobotDataset v2.1, read every frame
-    python l3_lerobot_probe.py v30 DIR      # lerobot 0.4.x: v2.1 -> v3.0 converter on a copy, reload
+    python l3_lerobot_probe.py load DIR         # lerobot 0.3.x: LeRobotDataset v2.1, read every frame
+    python l3_lerobot_probe.py load_v30 DIR NPZ # lerobot 0.6.x: LeRobotDataset v3.0, read every frame into NPZ
 
 Prints one JSON line with what it found; any failure is a traceback and a non-zero exit.
 """
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,27 +50,35 @@ def load(root: Path) -> dict:
     return out
 
 
-def v30(root: Path) -> dict:
+def load_v30(root: Path, npz: Path) -> dict:
+    """lerobot 0.6.x: open a v3.0 dataset, read every item (videos decoded), save the frames to ``npz``; the
+    episode metadata as LeRobot exposes it (ds.meta.episodes) and a per-source episode_filter."""
     import lerobot
+    import numpy as np
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
-    from lerobot.datasets.v30.convert_dataset_v21_to_v30 import convert_dataset
 
     info = json.loads((root / "meta/info.json").read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / REPO_ID
-        shutil.copytree(root, work)
-        convert_dataset(repo_id=REPO_ID, root=tmp, push_to_hub=False, force_conversion=True)
-        new_info = json.loads((work / "meta/info.json").read_text())
-        assert new_info["codebase_version"] == "v3.0", new_info["codebase_version"]
-        ds = LeRobotDataset(REPO_ID, root=work, video_backend="pyav")
-        assert ds.num_episodes == info["total_episodes"], (ds.num_episodes, info["total_episodes"])
-        assert ds.num_frames == info["total_frames"], (ds.num_frames, info["total_frames"])
-        out = read_all(ds, info)
-    out.update(lerobot=lerobot.__version__, codebase_version=new_info["codebase_version"])
+    ds = LeRobotDataset(REPO_ID, root=root, video_backend="pyav")
+    assert ds.meta.info.codebase_version == "v3.0", ds.meta.info.codebase_version
+    assert ds.num_episodes == info["total_episodes"], (ds.num_episodes, info["total_episodes"])
+    assert ds.num_frames == info["total_frames"], (ds.num_frames, info["total_frames"])
+    out = read_all(ds, info)
+    items = [ds[i] for i in range(len(ds))]
+    arrays = {k: np.stack([it[k].numpy() for it in items]) for k in items[0] if k != "task"}
+    arrays["task"] = np.array([it["task"] for it in items])
+    np.savez(npz, **arrays)
+    episodes = [{k: v for k, v in row.items()} for row in ds.meta.episodes]
+    by_source = {}
+    for src in sorted({e["source"] for e in episodes}):
+        sub = LeRobotDataset(REPO_ID, root=root, video_backend="pyav", episode_filter=lambda e, s=src: e["source"] == s)
+        by_source[src] = {"episodes": sub.num_episodes, "frames": sub.num_frames,
+                          "sources": sorted({sub.meta.episodes[int(i)]["source"] for i in sub.episodes})}
+    out.update(lerobot=lerobot.__version__, frames=ds.num_frames, episodes=episodes, by_source=by_source,
+               stats={k: sorted(v) for k, v in ds.meta.stats.items()})
     return out
 
 
 if __name__ == "__main__":
-    mode, root = sys.argv[1], Path(sys.argv[2])
-    result = {"load": load, "v30": v30}[mode](root)
+    mode, root, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+    result = {"load": load, "load_v30": load_v30}[mode](root, *map(Path, rest))
     print(json.dumps(result))

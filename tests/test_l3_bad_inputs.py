@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -12,6 +15,7 @@ from l3_fixtures import CAMERA, CAMERAS, make_l2_file
 from l3.convert import main
 
 CONFIG = Path(__file__).resolve().parent.parent / "config" / "lift_cube.yaml"
+CONVERT = CONFIG.parents[1] / "l3" / "convert.py"
 
 
 def _truncated(p: Path) -> None:
@@ -133,3 +137,25 @@ def test_control_characters_in_names_stay_on_one_line():
     assert error == "a.hdf5:/data/cam\\x1ex: name 'cam\\nx'", error
     violation = str(Violation("a.hdf5", "/d\r", "m"))
     assert violation == "a.hdf5:/d\\r: m" and len(violation.splitlines()) == 1, violation
+
+
+def test_v30_without_lerobot_venv(tmp_path, capsys, monkeypatch):
+    """--codebase-version v3.0 without LeRobot's venv: one line saying how to build it, exit 2, before any work;
+    an existing output is refused the same way (nothing needed to see that)."""
+    monkeypatch.setenv("L2L3_CACHE", str(tmp_path / "empty_cache"))  # where scripts/setup_lerobot.sh looks
+    monkeypatch.delenv("L3_LEROBOT_PYTHON", raising=False)
+    good = make_l2_file(tmp_path / "in" / "scripted_a.hdf5", 1)
+    out = tmp_path / "out" / "ds"
+    assert main([str(good), "--codebase-version", "v3.0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bash" in err and "setup_lerobot.sh v30" in err, err
+    assert not out.parent.exists() and not (tmp_path / "empty_cache" / "venvs").exists()  # nothing built or written
+    cli = subprocess.run([sys.executable, str(CONVERT), str(good), "--codebase-version", "v3.0", "-o", str(out)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(CONVERT.parents[1])})
+    assert (cli.returncode, cli.stderr) == (2, err), cli.stderr  # the same from the command line
+
+    monkeypatch.setenv("L3_LEROBOT_PYTHON", "/nonexistent/python")
+    out.mkdir(parents=True)
+    assert main([str(good), "--codebase-version", "v3.0", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: output {out} already exists (use --overwrite to replace it)\n"
+    assert list(out.parent.iterdir()) == [out]

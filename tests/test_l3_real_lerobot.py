@@ -7,6 +7,7 @@ Uses the LeRobot venvs of scripts/setup_lerobot.sh and the probe of tests/l3_ler
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from conftest import lerobot_python, run_probe
 from l3_fixtures import make_demo, write_l2
 from l3_real_fixtures import PLATFORM_CAMERAS, SIZE, make_aloha_file, make_platform_export, make_tar_gz, render
 
-from l3 import layout
+from l3 import layout, v30
 from l3.convert import convert
 
 pytestmark = pytest.mark.lerobot
@@ -39,7 +40,7 @@ def _aloha(d: Path) -> Path:
     return out
 
 
-def _mixed(d: Path) -> Path:
+def _mixed(d: Path, to: Callable = convert) -> Path:
     rng = np.random.default_rng(3)
     demos = [make_demo(rng, T) for T in (9, 10)]
     for demo in demos:
@@ -47,7 +48,7 @@ def _mixed(d: Path) -> Path:
     sim = write_l2(d / "scripted_lift_cube.hdf5", demos)
     real = make_platform_export(d / "real", [[10, 11]], cameras=PLATFORM_CAMERAS[:1])
     out = d / "mixed_ds"
-    convert([str(sim), *map(str, real)], out, config=REPO / "config/mixed_sim_platform.yaml", log=lambda m: None)
+    to([str(sim), *map(str, real)], out, config=REPO / "config/mixed_sim_platform.yaml", log=lambda m: None)
     return out
 
 
@@ -60,3 +61,15 @@ def test_real_robot_dataset_loads_in_lerobot_v21(make, tmp_path):
     assert got["frames"] == got["frames_read"] == info["total_frames"]
     tasks = [json.loads(line)["task"] for line in (root / layout.TASKS_PATH).read_text().splitlines()]
     assert set(got["tasks"]) <= set(tasks) and got["tasks"]
+
+
+def test_mixed_sim_and_real_v30_loads_in_lerobot_06(tmp_path):
+    """Sim and real-robot episodes carry different fields (demo/seed vs chunk/score/task_zh): in v3.0 each is one
+    episode-level column, null where an episode lacks it, and lerobot 0.6.1 reads every frame."""
+    root = _mixed(tmp_path / "in", to=v30.convert)
+    got = run_probe(lerobot_python("v30"), "load_v30", root, tmp_path, str(tmp_path / "frames.npz"))
+    assert got["frames"] == got["frames_read"] == 40
+    assert [e["source"] for e in got["episodes"]] == ["scripted", "scripted", "platform", "platform"]
+    assert [e["demo"] for e in got["episodes"]] == ["demo_0", "demo_1", None, None]
+    assert [e["task_zh"] is None for e in got["episodes"]] == [True, True, False, False]
+    assert got["by_source"]["platform"]["episodes"] == 2
