@@ -15,20 +15,24 @@ no output left behind); 1 the written dataset failed ``l3.validate`` (nothing re
 
 from __future__ import annotations
 
+import sys
+
+if __package__ in (None, ""):  # run as `python l3/convert.py`: the repo root, not l3/, goes on sys.path
+    # (l3/ first would shadow the standard library's `inspect` with l3/inspect.py)
+    import os.path
+
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import argparse
 import fnmatch
 import glob
 import multiprocessing as mp
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tqdm import tqdm  # noqa: E402
 
