@@ -35,7 +35,7 @@ from pathlib import Path
 
 import h5py
 
-from l2 import cli, schema
+from l2 import schema
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTORS = {
@@ -237,6 +237,8 @@ class Progress:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from l2 import cli  # not at the top: the Ray workers import this module, and cli imports Isaac Lab
+
     parser = cli.runner_parser(__doc__)
     parser.prog = "python -m l2.distributed"
     parser.add_argument("--source", required=True, choices=sorted(COLLECTORS), help="which collector the workers run")
@@ -381,6 +383,7 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
 
 def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: float) -> int:
     """The per-worker table and the validator's verdict; 0 only for exactly N demos in valid shards."""
+    from l2 import cli
     from l2.validate import validate_file
 
     output = Path(args.output)
