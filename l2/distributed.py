@@ -366,13 +366,17 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
             for ref in done:
+                k = pending.pop(ref)
                 try:
-                    result = results[pending.pop(ref)] = ray.get(ref)
+                    result = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:
                     if isinstance(exc.cause, DistributedError):
                         raise DistributedError(str(exc.cause)) from None
-                    raise
+                    result = _failed(k, specs[k], exc)
+                except ray.exceptions.RayError as exc:  # the worker died more often than Ray retries it
+                    result = _failed(k, specs[k], exc)
                 result.wall_seconds = time.perf_counter() - submitted
+                results[k] = result
             count = sum(ray.get(progress.get.remote()).values())
             if count != bar.n:
                 bar.update(count - bar.n)
@@ -381,10 +385,20 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
     return [results[k] for k in range(args.workers)], time.perf_counter() - started_ray
 
 
+def _failed(index: int, spec: ShardSpec, exc: Exception) -> ShardResult:
+    """The result of a shard whose task failed: what its file holds, and why."""
+    first = (str(exc).strip().splitlines() or [""])[-1][:300]
+    result = ShardResult(index, error=f"{spec.path}: worker failed: {type(exc).__name__}: {first} (see {spec.log}); "
+                         "rerun the same command to finish it")
+    with contextlib.suppress(Exception):
+        result.demos = count_demos(Path(spec.path))
+    return result
+
+
 def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: float) -> int:
-    """The per-worker table and the validator's verdict; 0 only for exactly N demos in valid shards."""
+    """The per-worker table and the summary; 0 only for exactly N demos in shards that validated (each
+    worker validates its shard after its last collector run)."""
     from l2 import cli
-    from l2.validate import validate_file
 
     output = Path(args.output)
     head = ("shard", "demos", "new", "attempts", "env-frames/s", "runs", "process s", "seeds")
@@ -398,21 +412,19 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
                            for row in [head, *rows]))
     total = sum(r.demos for r in results)
     frames, sim = sum(r.frames for r in results), max((r.sim_seconds for r in results), default=0.0)
-    invalid = [f"{shard_path(output, r.index)}: {rep.violations[0]}" for r in results
-               if shard_path(output, r.index).exists() and not (rep := validate_file(shard_path(output, r.index))).ok]
     new = sum(r.new_demos for r in results)
     cli.print_summary([
         ("demos", f"{total} of {args.num_demos} in {len(results)} shards ({new} new this run)"),
         ("wall time", f"{seconds:.1f} s since Ray was up"
          + (f" ({60 * new / seconds:.1f} new demos/min)" if new and seconds else "")),
         ("env-frames/s", f"{frames / sim:.0f} over all workers" if sim else "- (nothing collected)"),
-        ("output", f"{output}/shard_<k>.hdf5, collector logs in {output / LOGS}"),
-        ("validator", "valid (python -m l2.validate)" if not invalid else f"INVALID: {invalid[0]}"),
+        ("output", f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.validate), collector logs in "
+         f"{output / LOGS}"),
     ])
     errors = [r.error for r in results if r.error]
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
-    return 0 if total == args.num_demos and not invalid and not errors else 1
+    return 0 if total == args.num_demos and not errors else 1
 
 
 def main(argv: list[str] | None = None) -> int:

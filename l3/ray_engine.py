@@ -71,7 +71,11 @@ def imap(fn: Callable, items: list, workers: int, state: dict, address: str | No
             if not window:
                 return
             if window[0] in done:
-                yield ray.get(window.popleft())
+                try:
+                    result = ray.get(window.popleft())
+                except ray.exceptions.RayTaskError as exc:  # the task's own error, as a local worker raises it
+                    raise exc.cause from None
+                yield result
             else:
                 ray.wait(list(window), num_returns=len(done) + 1)
     finally:

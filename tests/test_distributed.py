@@ -165,14 +165,33 @@ def test_engine_ray_writes_the_local_bytes(mixed_with_cameras, tmp_path):
     assert validate(tmp_path / "ray") == []
 
 
-def test_engine_ray_in_process_and_address_needs_ray(mixed_with_cameras, tmp_path, capsys):
-    """The library call starts and stops its own Ray instance; ``--address`` without ``--engine ray`` is refused."""
+def test_engine_ray_in_process_errors_and_address(mixed_with_cameras, tmp_path, capsys):
+    """The library call starts and stops its own Ray instance; a bad episode is the same error as with local
+    workers (skipped alike with ``skip_bad``); ``--address`` without ``--engine ray`` is refused."""
+    import h5py
+    import numpy as np
     import ray
 
     from l3.convert import main
+    from l3.errors import InputError
 
     s = convert([str(mixed_with_cameras / "rl_lift_cube.hdf5")], tmp_path / "a", config=CONFIG, engine="ray",
                 workers=2, log=lambda m: None)
     assert s.episodes == 2 and validate(tmp_path / "a") == [] and not ray.is_initialized()
+
+    bad = make_l2_file(tmp_path / "in" / "scripted_bad.hdf5", 3, seed=5)
+    with h5py.File(bad, "a") as f:
+        f["data/demo_1/obs/joint_vel"][3, 1] = np.nan
+    errors, skipped = {}, {}
+    for engine in ("local", "ray"):
+        with pytest.raises(InputError) as exc:
+            convert([str(bad)], tmp_path / f"bad_{engine}", engine=engine, workers=2, log=lambda m: None)
+        errors[engine] = str(exc.value)
+        s = convert([str(bad)], tmp_path / f"skip_{engine}", engine=engine, workers=2, skip_bad=True,
+                    log=lambda m: None)
+        skipped[engine] = (s.episodes, s.skipped)
+    assert errors["ray"] == errors["local"] and "/data/demo_1/obs/joint_vel" in errors["ray"]
+    assert skipped["ray"] == skipped["local"] == (2, [errors["local"]])
+    assert not (tmp_path / "bad_ray").exists() and not ray.is_initialized()
     assert main([str(mixed_with_cameras), "-o", str(tmp_path / "b"), "--address", "auto"]) == 2
     assert "--address goes with --engine ray" in capsys.readouterr().err and not (tmp_path / "b").exists()

@@ -1,7 +1,7 @@
 """Scale-out benchmark: distributed collection with 1 vs 2 Ray workers, and conversion on Ray vs local.
 
-    python bench/ray.py                         # defaults sized for a 2-core machine (~5 min)
-    python bench/ray.py --demos 8 --num-envs 2 --episodes 12 --json out.json
+    python bench/ray_scaleout.py                         # defaults sized for a 2-core machine (~5 min)
+    python bench/ray_scaleout.py --demos 8 --num-envs 2 --episodes 12 --json out.json
 
 Measures, side by side in one run:
   collect  `python -m l2.distributed --source scripted` (state only, presets=no_cameras) for the same
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def collect(tmp: Path, demos: int, workers: int, num_envs: int) -> dict:
     sim = max(r.sim_seconds for r in results)
     assert sum(r.demos for r in results) == demos
     return {
-        "workers": workers, "demos": demos, "seconds": seconds, "ray_init_s": init,
+        "workers": workers, "demos": demos, "seconds": seconds, "ray_init_s": init, "load_avg_1min": os.getloadavg()[0],
         "demos_per_min": 60 * demos / seconds, "env_frames_per_s": frames / sim,
         "per_shard": [{"shard": r.index, "demos": r.demos, "attempts": r.attempts, "env_frames_per_s":
                        r.frames / r.sim_seconds, "process_s": r.process_seconds, "task_wall_s": r.wall_seconds,
@@ -109,12 +110,13 @@ def main() -> int:
             report["collect"] = {"runs": runs, "speedup_2_over_1": two["demos_per_min"] / base["demos_per_min"],
                                  "env_frames_ratio": two["env_frames_per_s"] / base["env_frames_per_s"]}
             print(f"\ncollect: {args.demos} scripted demos, {args.num_envs} envs per worker, state only")
-            print("  workers  demos/min  env-frames/s  ray.init s  per shard: process s / task wall s / Ray overhead s")
+            print("  workers  demos/min  env-frames/s  ray.init s  load avg  "
+                  "per shard: process s / task wall s / Ray overhead s")
             for r in runs:
                 shards = "; ".join(f"{s['process_s']:.1f} / {s['task_wall_s']:.1f} / {s['ray_overhead_s']:.1f}"
                                    for s in r["per_shard"])
                 print(f"  {r['workers']:>7}  {r['demos_per_min']:>9.1f}  {r['env_frames_per_s']:>12.0f}  "
-                      f"{r['ray_init_s']:>10.1f}  {shards}")
+                      f"{r['ray_init_s']:>10.1f}  {r['load_avg_1min']:>8.1f}  {shards}")
             print(f"  2 workers / 1 worker (baseline): {report['collect']['speedup_2_over_1']:.2f}x demos/min, "
                   f"{report['collect']['env_frames_ratio']:.2f}x env-frames/s")
         if args.skip != "convert":
