@@ -172,6 +172,7 @@ def test_engine_ray_in_process_errors_and_address(mixed_with_cameras, tmp_path, 
     import numpy as np
     import ray
 
+    from l3 import ray_engine
     from l3.convert import main
     from l3.errors import InputError
 
@@ -183,15 +184,20 @@ def test_engine_ray_in_process_errors_and_address(mixed_with_cameras, tmp_path, 
     with h5py.File(bad, "a") as f:
         f["data/demo_1/obs/joint_vel"][3, 1] = np.nan
     errors, skipped = {}, {}
-    for engine in ("local", "ray"):
-        with pytest.raises(InputError) as exc:
-            convert([str(bad)], tmp_path / f"bad_{engine}", engine=engine, workers=2, log=lambda m: None)
-        errors[engine] = str(exc.value)
-        s = convert([str(bad)], tmp_path / f"skip_{engine}", engine=engine, workers=2, skip_bad=True,
-                    log=lambda m: None)
-        skipped[engine] = (s.episodes, s.skipped)
+    ray_engine.start(None)  # one instance for the four conversions below, which use it and leave it running
+    try:
+        for engine in ("local", "ray"):
+            with pytest.raises(InputError) as exc:
+                convert([str(bad)], tmp_path / f"bad_{engine}", engine=engine, workers=2, log=lambda m: None)
+            errors[engine] = str(exc.value)
+            s = convert([str(bad)], tmp_path / f"skip_{engine}", engine=engine, workers=2, skip_bad=True,
+                        log=lambda m: None)
+            skipped[engine] = (s.episodes, s.skipped)
+        assert ray.is_initialized()
+    finally:
+        ray.shutdown()
     assert errors["ray"] == errors["local"] and "/data/demo_1/obs/joint_vel" in errors["ray"]
     assert skipped["ray"] == skipped["local"] == (2, [errors["local"]])
-    assert not (tmp_path / "bad_ray").exists() and not ray.is_initialized()
+    assert not (tmp_path / "bad_ray").exists()
     assert main([str(mixed_with_cameras), "-o", str(tmp_path / "b"), "--address", "auto"]) == 2
     assert "--address goes with --engine ray" in capsys.readouterr().err and not (tmp_path / "b").exists()
