@@ -112,6 +112,8 @@ class ShardSpec:
 
 @dataclass
 class ShardResult:
+    """What a worker did to its shard, for the summary."""
+
     index: int
     demos: int = 0
     new_demos: int = 0
@@ -129,14 +131,17 @@ class ShardResult:
     error: str | None = None
 
 
-def _die_with_parent() -> None:
-    """In the collector process: be killed when the worker that started it dies (Linux)."""
+def _parent_death_signal():
+    """``preexec_fn`` that makes the collector be killed when the worker that started it dies (Linux
+    ``PR_SET_PDEATHSIG``), or None elsewhere. libc is loaded here, in the worker: between fork and exec the
+    child only makes the call."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    return lambda: prctl(1, signal.SIGKILL)
 
 
 def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
@@ -176,8 +181,8 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
             with open(spec.log, "a") as log:
                 log.write(f"\n$ {' '.join(cmd)}\n")
                 log.flush()
-                subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-                               check=False)
+                subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                               preexec_fn=_parent_death_signal(), check=False)
             result.process_seconds += time.perf_counter() - start
             result.runs += 1
             if stats_file.exists():  # absent when the collector was killed
@@ -195,7 +200,7 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
     if progress is not None:
         progress.set.remote(spec.index, have)
     if path.exists():
-        result.seeds = sorted(set(shard_seeds(path)))
+        result.seeds = list(dict.fromkeys(shard_seeds(path)))
     return result
 
 
