@@ -97,42 +97,45 @@ def _collector_pid(shard: Path) -> int | None:
     return None
 
 
+def _parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 @pytest.mark.sim
-def test_killed_collector_loses_only_its_episode(tmp_path):
-    """kill -9 of one worker's collector after its first demo: the worker starts it again (--append, a new
-    seed) and the run still ends with exactly 4 valid demos, none twice."""
+def test_killed_collector_and_worker_lose_only_their_episode(tmp_path):
+    """After each shard's first demo: kill -9 shard_0's collector (its worker starts it again) and shard_1's
+    Ray worker (its collector dies with it, Ray runs the task again). Both shards are continued with
+    --append under a new seed, and the run ends with exactly 4 valid demos, none twice."""
     out = tmp_path / "scripted_lift_cube"
-    shard = out / "shard_0.hdf5"
+    shards = [out / "shard_0.hdf5", out / "shard_1.hdf5"]
     driver = distributed(out, "--num_envs", "1", wait=False)
-    killed = False
+    killed: dict[str, int] = {}
     try:
         deadline = time.monotonic() + 600
-        while driver.poll() is None and time.monotonic() < deadline:
-            try:
-                have = count_demos(shard)
-            except Exception:  # noqa: BLE001  read while the collector writes: try again
-                have = 0
-            if have >= 1:
-                pid = _collector_pid(shard)
-                if pid is not None and have < 2:
-                    os.kill(pid, signal.SIGKILL)
-                    killed = True
-                break
+        while driver.poll() is None and len(killed) < 2 and time.monotonic() < deadline:
+            for k, (shard, what) in enumerate(zip(shards, ("collector", "worker"), strict=True)):
+                try:
+                    have = count_demos(shard)
+                except Exception:  # noqa: BLE001  read while the collector writes: try again
+                    continue
+                pid = _collector_pid(shard) if what not in killed and have == 1 else None
+                if pid is not None:
+                    killed[what] = pid if k == 0 else _parent_pid(pid)
+                    os.kill(killed[what], signal.SIGKILL)
             time.sleep(0.2)
         stdout, _ = driver.communicate(timeout=900)
     finally:
         if driver.poll() is None:
             driver.kill()
-    assert killed, "the collector of shard_0 finished before the test could kill it"
+    assert set(killed) == {"collector", "worker"}, f"a shard finished before the test could kill it: {killed}"
     assert driver.returncode == 0, stdout[-4000:]
     assert "4 of 4 in 2 shards" in stdout
     row = next(line.split() for line in stdout.splitlines() if line.strip().startswith("shard_0 "))
     assert row[1] == "2" and row[5] == "2", row  # 2 demos, 2 collector runs
-    assert validate_file(shard).ok and count_demos(shard) == 2
-    seeds = shard_seeds(shard)
-    assert seeds[0] == shard_seed(42, 0, 0) and seeds[1] == shard_seed(42, 0, 1)  # resumed with a new seed
-    assert count_demos(out / "shard_1.hdf5") == 2
-    assert not list(out.glob("*.creating.hdf5")) and not list(out.glob(".*.spool"))
+    for k, shard in enumerate(shards):
+        assert validate_file(shard).ok and count_demos(shard) == 2
+        assert shard_seeds(shard) == [shard_seed(42, k, 0), shard_seed(42, k, 1)]  # resumed with a new seed
+    assert not list(out.glob("*.creating.hdf5")) and not _collector_pid(shards[1])
 
 
 @pytest.fixture(scope="module")
