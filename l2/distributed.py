@@ -352,14 +352,17 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
     """Submit one Ray task per shard, draw one progress bar over all demos; the results in shard order."""
     from tqdm import tqdm
 
+    ray = start_ray(args.address)
+    started_ray = time.perf_counter()
+    resources = {"num_cpus": args.cpus_per_worker, "num_gpus": 1 if args.device.startswith("cuda") else 0}
+    if resources["num_gpus"] and not ray.cluster_resources().get("GPU"):
+        raise DistributedError(f"--device {args.device}: the Ray cluster has no GPU (its resources: "
+                               f"{ray.cluster_resources()}); start it on GPU machines or use --device cpu")
     output = prepare_output(args)
     targets = shard_targets(args.num_demos, args.workers)
     command = collector_command(args)
     specs = [ShardSpec(k, str(shard_path(output, k).resolve()), targets[k], args.seed, command, args.restarts,
                        str((output / LOGS / f"shard_{k}.log").resolve())) for k in range(args.workers)]
-    ray = start_ray(args.address)
-    started_ray = time.perf_counter()
-    resources = {"num_cpus": args.cpus_per_worker, "num_gpus": 1 if args.device.startswith("cuda") else 0}
     progress = ray.remote(num_cpus=0)(Progress).remote()
     task = ray.remote(max_retries=3, retry_exceptions=False, **resources)(run_shard)
     submitted = time.perf_counter()
