@@ -28,6 +28,10 @@ def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num
     group.add_argument(
         "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"
     )
+    group.add_argument(
+        "--stats-json", "--stats_json", dest="stats_json", default=None, metavar="PATH",
+        help="also write the run's figures (demos, attempts, env-frames, seconds) as JSON (read by l2.distributed)",
+    )
     exists = group.add_mutually_exclusive_group()
     exists.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     exists.add_argument("--append", action="store_true", help="add demos to an existing output file")
@@ -71,6 +75,15 @@ def record_to(env_cfg, args: argparse.Namespace, *, max_successes: int | None = 
         )
     except (FileExistsError, ValueError) as exc:
         fail(str(exc))
+
+
+def write_stats(args: argparse.Namespace, **figures: int | float) -> None:
+    """Write a run's figures to ``--stats-json`` (when given): written demos, finished attempts, env-frames
+    stepped and seconds of stepping, for the driver of a distributed collection to add up."""
+    if getattr(args, "stats_json", None):
+        import json
+
+        Path(args.stats_json).write_text(json.dumps(figures))
 
 
 def print_summary(rows: list[tuple[str, object]]) -> None:

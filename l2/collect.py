@@ -82,6 +82,8 @@ def collect(
 def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> int:
     """Print the end summary (with the validator's verdict); exit code 0 only for N valid demos."""
     ok, verdict = cli.validator_verdict(output) if output.exists() else (False, "no file written")
+    cli.write_stats(args, demos=stats.written, attempts=stats.attempts, successes=stats.successes,
+                    frames=stats.frames, seconds=stats.seconds)
     rate = stats.successes / stats.attempts if stats.attempts else 0.0
     in_file = f" (file now holds {stats.in_file_before + stats.written})" if stats.in_file_before else ""
     if stats.written > stats.successes:  # --episodes: envs that finish early run (and record) further episodes

@@ -67,6 +67,10 @@ def sorted_demo_names(names) -> list[str]:
     return sorted((n for n in names if demo_index(n) is not None), key=demo_index)
 
 
+SHARD_PREFIX = "shard_"
+"""Shards of a distributed collection (:mod:`l2.distributed`): ``<DIR>/shard_<k>.hdf5``."""
+
+
 def source_from_filename(filename: str) -> str:
     """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``; else ``unknown``."""
     base = filename.rsplit("/", 1)[-1]
@@ -74,3 +78,12 @@ def source_from_filename(filename: str) -> str:
         if base.startswith(source + "_"):
             return source
     return UNKNOWN_SOURCE
+
+
+def source_from_path(path: str) -> str:
+    """Source tag of an L2 file: its name's prefix, or for a shard (``shard_<k>.hdf5``) its folder's, as in
+    ``scripted_lift_cube/shard_0.hdf5``; else ``unknown``."""
+    parts = path.replace("\\", "/").rstrip("/").split("/")
+    if parts[-1].startswith(SHARD_PREFIX) and len(parts) > 1:
+        return source_from_filename(parts[-2])
+    return source_from_filename(parts[-1])

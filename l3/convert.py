@@ -181,11 +181,18 @@ def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     return write_episode(_W["root"], _W["layout"], ep, job)
 
 
-def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool) -> Iterator:
-    """Map ``fn`` over ``items`` in order, in-process or in a pool, with a progress bar."""
+def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool,
+         engine: str = "local", address: str | None = None) -> Iterator:
+    """Map ``fn`` over ``items`` in order, in-process, in a pool or as Ray tasks, with a progress bar."""
     bar = tqdm(total=len(items), desc=desc, unit="ep", disable=not progress, leave=False, file=sys.stderr)
     try:
-        if workers <= 1:
+        if engine == "ray":
+            from l3 import ray_engine
+
+            for r in ray_engine.imap(fn, items, workers, state, address):
+                yield r
+                bar.update()
+        elif workers <= 1:
             _init_worker(state)
             for r in map(fn, items):
                 yield r
@@ -214,13 +221,16 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             success_only: bool = True, sources: Iterable[str] | None = None, max_episodes: int | None = None,
             source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
             skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
-            input_format: str | None = None, min_score: float | None = None) -> Summary:
+            input_format: str | None = None, min_score: float | None = None, engine: str = "local",
+            address: str | None = None) -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
     Each input's format is detected from its structure (``input_format`` forces one, see
     :mod:`l3.inputs`); ``min_score`` drops episodes whose score (platform exports) is below it.
     With ``skip_bad`` every candidate is read and checked first (frames included), so that the
-    episodes written are numbered once, without the bad ones.
+    episodes written are numbered once, without the bad ones. ``engine="ray"`` runs the per-episode work
+    as Ray tasks (:mod:`l3.ray_engine`; on the cluster at ``address``, else a local instance) and writes
+    the same bytes.
 
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
@@ -299,7 +309,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         while pending and (max_episodes is None or len(episodes) < max_episodes):
             take = pending if max_episodes is None else pending[: max_episodes - len(episodes)]
             pending = pending[len(take):]
-            for ref, err in _run(_check_one, take, workers, state, "checking", progress):
+            for ref, err in _run(_check_one, take, workers, state, "checking", progress, engine, address):
                 if err is None:
                     episodes.append(ref)
                 else:
@@ -320,7 +330,8 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
         state["root"] = tmp
         for r in _run(
-            _convert_one, list(zip(episodes, meta.jobs, strict=True)), workers, state, "converting", progress
+            _convert_one, list(zip(episodes, meta.jobs, strict=True)), workers, state, "converting", progress,
+            engine, address,
         ):
             meta.add(r)
             c = summary.per_source[r.fields["source"]]
@@ -413,6 +424,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LeRobot dataset format: v2.1 (default; what Isaac-GR00T reads, with meta/modality.json) or "
                    "v3.0 (lerobot >= 0.4, its GR00T N1.7 integration): the v2.1 dataset converted by LeRobot's own "
                    "converter in its venv (scripts/setup_lerobot.sh v30); see docs/lerobot_v30.md")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="where the --workers run: local processes (default) or Ray tasks (same bytes; the output "
+                   "folder must be on storage every Ray node sees; docs/ray.md)")
+    p.add_argument("--address", help="with --engine ray: the Ray cluster to join (e.g. auto or HEAD_IP:6379); "
+                   "default: a local Ray instance sized to this machine")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed files/episodes (listed in the summary) instead of stopping")
@@ -447,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--output DIR is required")
         if args.workers < 1:
             raise UsageError("--workers must be >= 1")
+        if args.address and args.engine != "ray":
+            raise UsageError("--address goes with --engine ray")
         v3 = args.codebase_version == "v3.0"
         if v3:
             from l3 import v30  # imports this module
@@ -456,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
             max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
             overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
-            input_format=args.input_format, min_score=args.min_score)
+            input_format=args.input_format, min_score=args.min_score, engine=args.engine, address=args.address)
         if v3:
             summary = v30.finish(summary, args.output, args.overwrite)
     except (InputError, ConfigError, UsageError) as e:

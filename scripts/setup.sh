@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up shared by the README commands and CI:
-#   1. .venv/ (Python 3.12) with the project and its [sim,test] extras (Isaac Lab 3.0),
+#   1. .venv/ (Python 3.12) with the project and its [sim,test,ray] extras (Isaac Lab 3.0, Ray),
 #   2. the offline Franka Panda USD in the asset cache,
 #   3. Warp/MuJoCo-Warp CPU kernels compiled once (~/.cache/warp),
 #   4. with L2L3_BROWSER=1 (scripts/test.sh): Debian's chromium, the headless browser that opens the
@@ -77,7 +77,7 @@ ensure_venv() {
   rm -rf "${real:?}"/* "$real"/.[!.]* 2>/dev/null || true
   "$py" -m venv "$real"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e "$REPO[sim,test]"
+  "$VENV/bin/pip" install -q -e "$REPO[sim,test,ray]"
   "$VENV/bin/pip" install -q --no-deps "$GYM_ROBOTICS_PIN"
   echo "$want" > "$marker"
 }

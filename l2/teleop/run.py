@@ -204,6 +204,8 @@ def collect(args: argparse.Namespace) -> int:
         ("file", str(output)),
         ("failed attempts", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
     ]
+    cli.write_stats(args, demos=stats.saved, attempts=stats.saved + stats.discarded + stats.dropped,
+                    successes=stats.saved, frames=stats.steps, seconds=stats.seconds)
     ok = True
     if output.exists():
         ok, verdict = cli.validator_verdict(output)

@@ -120,8 +120,8 @@ class L2Reader:
         return schema.DATA_GROUP in f or schema.LEGACY_EPISODES_GROUP in f
 
     def source_from_name(self, file: str) -> str:
-        """``scripted_``, ``rl_``, ``teleop_`` file name prefixes; else ``unknown``."""
-        return schema.source_from_filename(os.path.basename(file))
+        """``scripted_``, ``rl_``, ``teleop_`` file name prefixes (a shard's folder name's); else ``unknown``."""
+        return schema.source_from_path(os.path.abspath(file))
 
     def scan(self, file: str, source: str | None, f: h5py.File | None = None) -> FileScan:
         """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: the file name's tag."""
