@@ -67,7 +67,7 @@ ensure_venv() {
     # A working venv made for an older dependency list: update it in place (minutes saved; packages
     # dropped from the list stay). CI's venvs are keyed by the list's hash and always built anew.
     echo "setup: the dependency list changed: updating $VENV in place"
-    "$VENV/bin/pip" install -q -e "$REPO[sim,test]"
+    "$VENV/bin/pip" install -q -e "$REPO[sim,test,ray]"
     echo "$want" > "$marker"
     return 0
   fi
