@@ -12,6 +12,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 export L2L3_CACHE="${L2L3_CACHE:-$HOME/.cache/l2l3}"
 # The offline Franka is built from the Panda MJCF in this PyPI package (installed without its deps).
+EXTRAS="sim,test,ray"  # the extras of pyproject.toml the venv holds
 GYM_ROBOTICS_PIN="gymnasium-robotics==1.4.2"
 
 find_python312() {
@@ -67,7 +68,7 @@ ensure_venv() {
     # A working venv made for an older dependency list: update it in place (minutes saved; packages
     # dropped from the list stay). CI's venvs are keyed by the list's hash and always built anew.
     echo "setup: the dependency list changed: updating $VENV in place"
-    "$VENV/bin/pip" install -q -e "$REPO[sim,test,ray]"
+    "$VENV/bin/pip" install -q -e "$REPO[$EXTRAS]"
     echo "$want" > "$marker"
     return 0
   fi
@@ -77,7 +78,7 @@ ensure_venv() {
   rm -rf "${real:?}"/* "$real"/.[!.]* 2>/dev/null || true
   "$py" -m venv "$real"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e "$REPO[sim,test,ray]"
+  "$VENV/bin/pip" install -q -e "$REPO[$EXTRAS]"
   "$VENV/bin/pip" install -q --no-deps "$GYM_ROBOTICS_PIN"
   echo "$want" > "$marker"
 }
