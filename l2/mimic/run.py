@@ -57,13 +57,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _check_input(args: argparse.Namespace) -> None:
+    """Refuse, before the simulator starts, an input that is not a valid L2 file or lacks a demo."""
+    import h5py
+
+    from l2 import schema
     from l2.validate import validate_file
 
     if args.annotated and os.path.exists(args.annotated) and not args.overwrite:
         cli.fail(f"{args.annotated} exists; pass --overwrite to replace it")
+    if not os.path.isfile(args.input):
+        cli.fail(f"{args.input}: no such file")
     report = validate_file(args.input)
     if not report.ok:
-        cli.fail(f"{args.input}: not a valid L2 file: {report.violations[0]}")
+        cli.fail(f"not a valid L2 file: {report.violations[0]}")
+    with h5py.File(args.input, "r") as f:
+        for demo in args.demos:
+            if demo not in f[schema.DATA_GROUP]:
+                cli.fail(f"{args.input}:/{schema.DATA_GROUP}/{demo}: no such demo")
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -182,6 +192,7 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
                 stats.seconds = time.perf_counter() - start
                 bar.set_postfix(success=f"{stats.successes}/{stats.attempts}", refresh=False)
                 bar.update(handler.successes_written - bar.n)
+            bar.update(handler.successes_written - bar.n)
     finally:
         tasks.cancel()
         loop.run_until_complete(asyncio.gather(tasks, return_exceptions=True))
