@@ -106,6 +106,8 @@ def test_mimic_generates_valid_convertible_demos_from_one_scripted_demo(tmp_path
 
     mapping = yaml.safe_load((REPO / "config" / "lift_cube.yaml").read_text())
     del mapping["cameras"]  # generated here with presets=no_cameras
-    summary = convert([str(out)], tmp_path / "gr00t", config=mapping, log=lambda m: None)
+    config = tmp_path / "lift_cube_state.yaml"
+    config.write_text(yaml.safe_dump(mapping))
+    summary = convert([str(out)], tmp_path / "gr00t", config=config, log=lambda m: None)
     assert summary.episodes == 3 and list(summary.per_source) == ["mimic"]
     assert validate(tmp_path / "gr00t") == []

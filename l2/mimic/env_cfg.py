@@ -40,10 +40,11 @@ class SubtaskTermsCfg(ObsGroup):
 class LiftCubeMimicEnvCfg(ScriptedLiftCubeEnvCfg, MimicEnvCfg):
     """The scripted task (IK-absolute actions, same obs and success) plus Mimic's datagen and subtask configs."""
 
-    # Read by isaaclab_tasks' object_grasped: both fingers must have left the open position by this much.
+    # Read by isaaclab_tasks' object_grasped: both fingers must have left the open position (4 cm) by this
+    # much; they touch the 4 cm cube after 2 cm.
     gripper_joint_names = ["panda_finger_joint.*"]
     gripper_open_val = 0.04
-    gripper_threshold = 0.005
+    gripper_threshold = 0.015
 
     def __post_init__(self):
         super().__post_init__()
