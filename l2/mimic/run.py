@@ -188,6 +188,7 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
                 stats.seconds = time.perf_counter() - start
                 bar.set_postfix(success=f"{stats.successes}/{stats.attempts}", refresh=False)
                 bar.update(handler.successes_written - bar.n)
+            bar.set_postfix(success=f"{stats.successes}/{stats.attempts}", refresh=False)
             bar.update(handler.successes_written - bar.n)
     finally:
         tasks.cancel()
