@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -84,6 +85,7 @@ def generate(args: argparse.Namespace) -> int:
 
     from l2 import collect
     from l2.mimic.annotate import AnnotationError, annotate
+
     _check_input(args)
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
     # As Isaac Lab's Mimic generation does: no termination ends an episode, the generator does; it reads
@@ -98,12 +100,16 @@ def generate(args: argparse.Namespace) -> int:
 
     with sim.make_env(env_cfg, args.task) as env, tempfile.TemporaryDirectory() as tmp:
         env.reset()
-        annotated = args.annotated or os.path.join(tmp, "annotated.hdf5")
+        annotated = os.path.join(tmp, "annotated.hdf5")
         start = time.perf_counter()
         try:
             notes = annotate(env, args.input, args.demos, annotated, success_term)
         except AnnotationError as exc:
             cli.fail(str(exc))
+        if args.annotated:  # kept only whole: copied beside its place, then renamed into it
+            partial = f"{args.annotated}.partial"
+            shutil.copyfile(annotated, partial)
+            os.replace(partial, args.annotated)
         for n in notes:
             print(f"annotated {n.demo}: {n.steps} steps, grasp signal rises at step {n.grasp_step}", flush=True)
         annotate_s = time.perf_counter() - start
