@@ -43,10 +43,16 @@ def _repeat(state: dict, n: int) -> dict:
     return {k: _repeat(v, n) if isinstance(v, dict) else v.repeat(n, *([1] * (v.dim() - 1))) for k, v in state.items()}
 
 
-def replay(env: LiftCubeMimicEnv, episode: EpisodeData, success_term: TerminationTermCfg) -> tuple[dict, bool]:
-    """Replay one demo's actions in every env from its initial state; env 0's ``datagen_info`` and
-    whether the success term held at some step."""
-    actions = episode.data[schema.ACTIONS].to(env.device)
+def held(actions: torch.Tensor, hold_steps: int) -> torch.Tensor:
+    """The demo's actions with its last one repeated ``hold_steps`` times."""
+    return torch.cat([actions, actions[-1:].expand(hold_steps, -1)]) if hold_steps else actions
+
+
+def replay(env: LiftCubeMimicEnv, episode: EpisodeData, success_term: TerminationTermCfg,
+           hold_steps: int = 0) -> tuple[dict, bool]:
+    """Replay one demo's actions (the last one ``hold_steps`` more times) in every env from its initial
+    state; env 0's ``datagen_info`` and whether the success term held at some step."""
+    actions = held(episode.data[schema.ACTIONS].to(env.device), hold_steps)
     rec = env.recorder_manager
     rec.reset()  # nothing of the replay is exported as a demo
     env.reset_to(_repeat(episode.data["initial_state"], env.num_envs), None, is_relative=True)
@@ -78,9 +84,14 @@ def annotate(
     demos: Sequence[str],
     output: str,
     success_term: TerminationTermCfg,
+    hold_steps: int = 0,
 ) -> list[Annotation]:
     """Write ``demos`` of ``source`` with their ``datagen_info`` to ``output``; refuse a demo whose replay
-    never grasps the cube or never succeeds (its segments would teach Mimic a failure)."""
+    never grasps the cube or never succeeds (its segments would teach Mimic a failure).
+
+    ``hold_steps``: the demo's last action is repeated this many times. A recorded demo ends at its first
+    success step, so a generated attempt that lags behind its source (a farther cube) would end still
+    rising; the hold gives it the time to reach the height."""
     src = HDF5DatasetFileHandler()
     src.open(source)
     out = HDF5DatasetFileHandler()
@@ -91,7 +102,7 @@ def annotate(
             episode = src.load_episode(name, env.device)
             if episode is None:
                 raise AnnotationError(f"{source}:/data/{name}: no such demo")
-            info, success = replay(env, episode, success_term)
+            info, success = replay(env, episode, success_term, hold_steps)
             grasp = info["subtask_term_signals"][GRASP_SIGNAL]
             # Mimic ends the grasp subtask at the first 0 -> 1 rise of its signal.
             rises = ((grasp[1:] > 0.5) & (grasp[:-1] < 0.5)).nonzero()
@@ -103,7 +114,7 @@ def annotate(
                                       "diverges from the recording); pick another demo")
             annotated = EpisodeData()
             annotated.data = {
-                schema.ACTIONS: episode.data[schema.ACTIONS],
+                schema.ACTIONS: held(episode.data[schema.ACTIONS], hold_steps),
                 "initial_state": episode.data["initial_state"],
                 schema.OBS: {"datagen_info": info},
             }

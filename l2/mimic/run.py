@@ -45,6 +45,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--annotated", default=None, metavar="PATH",
         help="also keep the annotated source demos (Mimic's datagen_info) in this HDF5 file",
     )
+    parser.add_argument(
+        "--hold_steps", type=int, default=10, metavar="N",
+        help="repeat each source demo's last action N times (a demo ends at its first success: without a hold, "
+        "a generated attempt that lags behind ends still rising; default: %(default)s)",
+    )
     sim.add_sim_args(parser, num_envs=4, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10)
     parser.add_argument(
@@ -53,8 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.set_defaults(episodes=None)  # read by l2.collect.finish
     args = parser.parse_args(argv)
-    if args.num_demos < 1 or args.num_envs < 1:
-        parser.error("--num_demos and --num_envs must be at least 1")
+    if args.num_demos < 1 or args.num_envs < 1 or args.hold_steps < 0:
+        parser.error("--num_demos and --num_envs must be at least 1, --hold_steps at least 0")
     return args
 
 
@@ -104,7 +109,7 @@ def generate(args: argparse.Namespace) -> int:
         annotated = os.path.join(tmp, "annotated.hdf5")
         start = time.perf_counter()
         try:
-            notes = annotate(env, args.input, args.demos, annotated, success_term)
+            notes = annotate(env, args.input, args.demos, annotated, success_term, args.hold_steps)
         except AnnotationError as exc:
             cli.fail(str(exc))
         if args.annotated:  # kept only whole: copied beside its place, then renamed into it
@@ -112,7 +117,8 @@ def generate(args: argparse.Namespace) -> int:
             shutil.copyfile(annotated, partial)
             os.replace(partial, args.annotated)
         for n in notes:
-            print(f"annotated {n.demo}: {n.steps} steps, grasp signal rises at step {n.grasp_step}", flush=True)
+            print(f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
+                  f"{n.grasp_step}", flush=True)
         annotate_s = time.perf_counter() - start
         stats = run_generation(env, annotated, success_term, args.num_demos, max_attempts)
 
