@@ -10,7 +10,8 @@ the L2 schema (the same obs, cameras and actions as the scripted source), exactl
 Examples::
 
     python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --num_demos 10
-    python -m l2.mimic --input data/demos/teleop_lift_cube.hdf5 --demos demo_0 demo_1 --num_envs 8 --num_demos 100
+    python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --demos demo_0 demo_1 demo_2 --num_demos 100
+    python -m l2.mimic --input data/demos/teleop_lift_cube.hdf5 --output data/demos/mimic_teleop_lift_cube.hdf5
     python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --num_demos 10 presets=no_cameras --overwrite
 """
 
