@@ -42,7 +42,7 @@ LIFT_OBS_TERMS = ("joint_pos", "joint_vel", "object_position", "target_object_po
 LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 """Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 
-SOURCES = ("scripted", "rl", "teleop")
+SOURCES = ("scripted", "rl", "teleop", "mimic")
 UNKNOWN_SOURCE = "unknown"
 
 
@@ -72,7 +72,7 @@ SHARD_PREFIX = "shard_"
 
 
 def source_from_filename(filename: str) -> str:
-    """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``; else ``unknown``."""
+    """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``, ``mimic_``; else ``unknown``."""
     base = filename.rsplit("/", 1)[-1]
     for source in SOURCES:
         if base.startswith(source + "_"):

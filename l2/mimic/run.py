@@ -1,0 +1,222 @@
+"""Generate lift-cube demos with Isaac Lab Mimic from a few source demos (``python -m l2.mimic``).
+
+Kit-less on the CPU like every other source. Two steps in one process and one env: (1) annotate: each
+source demo is replayed from its initial state and Mimic's ``datagen_info`` (end-effector, cube and
+target poses, the ``grasp`` subtask signal) is recorded automatically; (2) generate: Isaac Lab Mimic's
+``DataGenerator`` cuts the demos into the subtasks grasp and lift, moves each segment with the cube's
+new pose, stitches them with interpolation and runs them in the env; the successful ones are written in
+the L2 schema (the same obs, cameras and actions as the scripted source), exactly ``--num_demos``.
+
+Examples::
+
+    python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --num_demos 10
+    python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --demos demo_0 demo_1 demo_2 --num_demos 100
+    python -m l2.mimic --input data/demos/teleop_lift_cube.hdf5 --output data/demos/mimic_teleop_lift_cube.hdf5
+    python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --num_demos 10 presets=no_cameras --overwrite
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from l2 import cli, sim
+
+DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = cli.runner_parser(__doc__)
+    parser.prog = "python -m l2.mimic"
+    parser.add_argument("--input", required=True, help="L2 HDF5 file holding the source demo(s)")
+    parser.add_argument(
+        "--demos", nargs="+", default=["demo_0"], metavar="DEMO",
+        help="source demos to generate from (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--annotated", default=None, metavar="PATH",
+        help="also keep the annotated source demos (Mimic's datagen_info) in this HDF5 file",
+    )
+    parser.add_argument(
+        "--hold_steps", type=int, default=10, metavar="N",
+        help="repeat each source demo's last action N times (a demo ends at its first success: without a hold, "
+        "a generated attempt that lags behind ends still rising; default: %(default)s)",
+    )
+    sim.add_sim_args(parser, num_envs=4, task=DEFAULT_TASK)
+    cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10)
+    parser.add_argument(
+        "--max_attempts", type=int, default=None,
+        help="give up after this many generation attempts (default: 4 x num_demos + num_envs)",
+    )
+    parser.set_defaults(episodes=None)  # read by l2.collect.finish
+    args = parser.parse_args(argv)
+    if args.num_demos < 1 or args.num_envs < 1 or args.hold_steps < 0:
+        parser.error("--num_demos and --num_envs must be at least 1, --hold_steps at least 0")
+    return args
+
+
+def _check_input(args: argparse.Namespace) -> None:
+    """Refuse, before the simulator starts, an input that is not a valid L2 file or lacks a demo."""
+    import h5py
+
+    from l2 import schema
+    from l2.validate import validate_file
+
+    if args.annotated and os.path.exists(args.annotated) and not args.overwrite:
+        cli.fail(f"{args.annotated} exists; pass --overwrite to replace it")
+    if not os.path.isfile(args.input):
+        cli.fail(f"{args.input}: no such file")
+    report = validate_file(args.input)
+    if not report.ok:
+        cli.fail(f"not a valid L2 file: {report.violations[0]}")
+    with h5py.File(args.input, "r") as f:
+        for demo in args.demos:
+            if demo not in f[schema.DATA_GROUP]:
+                cli.fail(f"{args.input}:/{schema.DATA_GROUP}/{demo}: no such demo")
+
+
+def generate(args: argparse.Namespace) -> int:
+    import random
+
+    import numpy as np
+    import torch
+
+    from l2 import collect
+    from l2.mimic.annotate import AnnotationError, annotate
+
+    _check_input(args)
+    env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
+    # As Isaac Lab's Mimic generation does: no termination ends an episode, the generator does; it reads
+    # the success term itself.
+    success_term = env_cfg.terminations.success
+    env_cfg.terminations = None
+    max_attempts = args.max_attempts or 4 * args.num_demos + args.num_envs
+    output = cli.record_to(env_cfg, args, max_successes=args.num_demos)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+
+    with sim.make_env(env_cfg, args.task) as env, tempfile.TemporaryDirectory() as tmp:
+        env.reset()
+        annotated = os.path.join(tmp, "annotated.hdf5")
+        start = time.perf_counter()
+        try:
+            notes = annotate(env, args.input, args.demos, annotated, success_term, args.hold_steps)
+        except AnnotationError as exc:
+            cli.fail(str(exc))
+        if args.annotated:  # kept only whole: copied beside its place, then renamed into it
+            partial = f"{args.annotated}.partial"
+            shutil.copyfile(annotated, partial)
+            os.replace(partial, args.annotated)
+        for n in notes:
+            print(f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
+                  f"{n.grasp_step}", flush=True)
+        annotate_s = time.perf_counter() - start
+        stats = run_generation(env, annotated, success_term, args.num_demos, max_attempts)
+
+    rows = [("source demos", f"{', '.join(args.demos)} of {args.input} (annotated in {annotate_s:.1f} s)")]
+    if args.annotated:
+        rows.append(("annotated file", args.annotated))
+    cli.print_summary(rows)
+    return collect.finish(args, stats, output)
+
+
+def run_generation(env, annotated: str, success_term, num_demos: int, max_attempts: int):
+    """Isaac Lab Mimic's generation loop (``isaaclab_mimic.datagen``) with one generator task per env,
+    each attempt exported through the env's recorder; stops once ``num_demos`` are written or after
+    ``max_attempts`` attempts. Returns :class:`l2.collect.CollectionStats`."""
+    import torch
+    from isaaclab_mimic.datagen import DataGenerator, DataGenInfoPool
+    from tqdm import tqdm
+
+    from l2.collect import CollectionStats
+    from l2.recording import dataset_handler
+
+    pool = DataGenInfoPool(env, env.cfg, env.device)
+    pool.load_from_dataset_file(annotated)
+    generator = DataGenerator(env=env, src_demo_datagen_info_pool=pool)
+    handler = dataset_handler(env)
+    stats = CollectionStats(in_file_before=handler.get_num_episodes())
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    reset_queue: asyncio.Queue = asyncio.Queue()
+    action_queue: asyncio.Queue = asyncio.Queue()
+    rec = env.recorder_manager
+
+    def finished(env_id: int, success: bool) -> None:
+        # What a reset would do to the attempt (camera frames, seed) then export it with Mimic's verdict,
+        # which a reset would overwrite with the (removed) termination terms'.
+        ids = [env_id]
+        rec.record_pre_reset(ids, force_export_or_skip=False)
+        rec.set_success_to_episodes(ids, torch.tensor([[success]], device=env.device))
+        rec.export_episodes(ids)
+        stats.attempts += 1
+        stats.successes += success
+
+    async def attempts(env_id: int) -> None:
+        while True:
+            result = await generator.generate(
+                env_id=env_id, success_term=success_term, env_reset_queue=reset_queue,
+                env_action_queue=action_queue, export_demo=False,
+            )
+            finished(env_id, bool(result["success"]))
+
+    tasks = asyncio.gather(*(loop.create_task(attempts(i)) for i in range(env.num_envs)))
+    start = time.perf_counter()
+
+    def over() -> bool:
+        return handler.successes_written >= num_demos or stats.attempts >= max_attempts
+
+    try:
+        with torch.inference_mode(), tqdm(
+            total=num_demos, unit="demo", desc="mimic demos", dynamic_ncols=True, mininterval=0.5
+        ) as bar:
+            while not over():
+                # Let every generator run until it has queued its next action (resetting envs on request).
+                while action_queue.qsize() != env.num_envs and not over():
+                    loop.run_until_complete(asyncio.sleep(0))
+                    if tasks.done():
+                        tasks.result()  # re-raises a generator's exception
+                    while not reset_queue.empty():
+                        env.reset(env_ids=torch.tensor([reset_queue.get_nowait()], device=env.device))
+                        reset_queue.task_done()
+                if over():
+                    break
+                queued = loop.run_until_complete(asyncio.gather(*(action_queue.get() for _ in range(env.num_envs))))
+                actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim, device=env.device)
+                for env_id, action in queued:
+                    actions[env_id] = action
+                env.step(actions)
+                for _ in range(env.num_envs):
+                    action_queue.task_done()
+                stats.frames += env.num_envs
+                stats.seconds = time.perf_counter() - start
+                bar.set_postfix(success=f"{stats.successes}/{stats.attempts}", refresh=False)
+                bar.update(handler.successes_written - bar.n)
+            bar.set_postfix(success=f"{stats.successes}/{stats.attempts}", refresh=False)
+            bar.update(handler.successes_written - bar.n)
+    finally:
+        tasks.cancel()
+        loop.run_until_complete(asyncio.gather(tasks, return_exceptions=True))
+        loop.close()
+        asyncio.set_event_loop(None)
+    stats.seconds = time.perf_counter() - start
+    stats.written = handler.successes_written
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.run_reporting_errors(generate, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
