@@ -6,66 +6,19 @@
 #   v21 (default): lerobot 0.3.3, the last release that reads LeRobot v2.1 datasets.
 #   v30:           lerobot 0.4.4, which ships the v2.1 -> v3.0 converter (absent from 0.3.x).
 #
-# The venv lives outside the repository, in
-#   ${L2L3_CACHE:-$HOME/.cache/l2l3}/venvs/lerobot-<v21|v30>-<hash of the pinned requirements>
-# and is reused when its marker file exists and `import lerobot` still works; a half-built
-# one is removed and built again. Both flavours pin the same torch/torchvision so that pip's
-# wheel cache downloads the (large, CUDA) torch wheels only once.
-# Python: $LEROBOT_PYTHON, else python3.12 / python3.11 on PATH, else a pyenv 3.12/3.11.
-# The last line of stdout is the venv's python executable; everything else goes to stderr.
+# The venv is ${L2L3_CACHE:-$HOME/.cache/l2l3}/venvs/lerobot-<v21|v30>-<hash>; how it is built and
+# reused: scripts/test_venv.sh. Both flavours pin the same torch/torchvision.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/test_venv.sh"
 
 flavour="${1:-v21}"
 case "$flavour" in
   # av: torchvision 0.22's pyav video reader (lerobot 0.3.x's "pyav" backend) passes metadata_errors=,
   # which PyAV 16+ removed; 15.1 is also what lerobot 0.4.x requires.
-  v21) reqs=("lerobot==0.3.3" "torch==2.7.1" "torchvision==0.22.1" "av==15.1.0") ;;
-  v30) reqs=("lerobot==0.4.4" "torch==2.7.1" "torchvision==0.22.1") ;;
+  v21) reqs=("lerobot==0.3.3" "${TEST_VENV_TORCH[@]}" "av==15.1.0") ;;
+  v30) reqs=("lerobot==0.4.4" "${TEST_VENV_TORCH[@]}") ;;
   *) echo "usage: $0 [v21|v30]" >&2; exit 2 ;;
 esac
 
-spec="${reqs[*]}"
-hash="$(printf '%s' "$spec" | sha256sum | cut -c1-12)"
-cache="${L2L3_CACHE:-$HOME/.cache/l2l3}"
-venv="$cache/venvs/lerobot-$flavour-$hash"
-marker="$venv/.l2l3-ready"
-mkdir -p "$cache/venvs"
-
-works() {
-  [[ -f "$marker" ]] && "$venv/bin/python" -c "import lerobot" >/dev/null 2>&1
-}
-
-find_python() {
-  local c
-  for c in "${LEROBOT_PYTHON:-}" python3.12 python3.11; do
-    [[ -n "$c" ]] || continue
-    if "$c" -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' >/dev/null 2>&1; then
-      command -v "$c"; return 0
-    fi
-  done
-  local root
-  root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
-  for c in "$root"/versions/3.12*/bin/python3.12 "$root"/versions/3.11*/bin/python3.11; do
-    if [[ -x "$c" ]] && "$c" -c 'import venv' >/dev/null 2>&1; then echo "$c"; return 0; fi
-  done
-  return 1
-}
-
-# One builder at a time (tests may start in parallel).
-exec 9>"$cache/venvs/.lerobot-$flavour.lock"
-flock 9
-
-if works; then
-  echo "$venv/bin/python"
-  exit 0
-fi
-
-py="$(find_python)" || { echo "error: no Python 3.12 or 3.11 found (set LEROBOT_PYTHON)" >&2; exit 1; }
-echo "building $venv with $py: $spec" >&2
-rm -rf "$venv"
-"$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-"$venv/bin/python" -m pip install --quiet "${reqs[@]}" >&2
-"$venv/bin/python" -c "import lerobot, torch; from lerobot.datasets.lerobot_dataset import LeRobotDataset" >&2
-printf '%s\n' "$spec" > "$marker"
-echo "$venv/bin/python"
+build_venv "lerobot-$flavour" "import lerobot, torch; from lerobot.datasets.lerobot_dataset import LeRobotDataset" \
+  "${reqs[@]}"
