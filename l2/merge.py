@@ -174,9 +174,14 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
         raise
     finally:
         bar.close()
+    notices = [f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.split on the merged "
+               "file" for f in files if f.has_masks]
+    tags, out_tag = sorted({f.source for f in files}), schema.source_from_filename(output.name)
+    if tags != [out_tag]:
+        notices.append(f"L3 tags every demo of {output.name} as '{out_tag}' (from its file name) while the inputs "
+                       f"are {', '.join(tags)}; each demo keeps its own in its '{ATTR_SOURCE}' attribute")
     return {"output": str(output), "demos": sum(n for _, n, _ in per_input), "samples": total,
-            "inputs": per_input, "env_name": env_args.get("env_name"),
-            "masks_dropped": [f.path for f in files if f.has_masks]}
+            "inputs": per_input, "env_name": env_args.get("env_name"), "notices": notices}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -215,9 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         for path, demos, samples in summary["inputs"]:
             print(f"  {path}: {demos} demos, {samples} samples")
-        for path in summary["masks_dropped"]:
-            print(f"  notice: {path}: its filter keys (mask/) are not carried over; run python -m l2.split on "
-                  "the merged file")
+        for notice in summary["notices"]:
+            print(f"  notice: {notice}")
     print(f"wrote {summary['output']}: {summary['demos']} demos, {summary['samples']} samples, "
           f"env_name={summary['env_name']} ({time.perf_counter() - t0:.1f} s)")
     return 0

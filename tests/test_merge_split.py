@@ -69,6 +69,8 @@ def test_merge_renumbers_sums_total_and_copies_everything_exactly(tmp_path):
     out = tmp_path / "merged.hdf5"
     summary = l2_merge.merge([a, b], out)
     assert summary["demos"] == 13
+    assert summary["notices"] == ["L3 tags every demo of merged.hdf5 as 'unknown' (from its file name) while the "
+                                  "inputs are scripted, teleop; each demo keeps its own in its 'source' attribute"]
 
     report = validate_file(out, expect_obs=("table_cam", "wrist_cam"))
     assert report.ok, report.violations
@@ -97,9 +99,26 @@ def test_merge_renumbers_sums_total_and_copies_everything_exactly(tmp_path):
         assert fo.attrs["format_version"] == schema.FORMAT_VERSION
         assert json.loads(data.attrs["env_args"]) == json.loads(fa["data"].attrs["env_args"])
 
+    # Isaac Lab's own handler reads the merged file (after a split too: mask/ sits beside data/)
+    split.split(out, valid=0.2, seed=0)
+    from isaaclab.utils.datasets import HDF5DatasetFileHandler
+
+    with h5py.File(b) as fb:
+        want_frames, want_success = fb["data/demo_1/obs/table_cam"][()], bool(fb["data/demo_1"].attrs["success"])
+    handler = HDF5DatasetFileHandler()
+    handler.open(str(out))
+    try:
+        assert handler.get_num_episodes() == 13
+        episode = handler.load_episode("demo_12", "cpu")
+        assert bool(episode.success) is want_success
+        np.testing.assert_array_equal(episode.data["obs"]["table_cam"].numpy(), want_frames)
+    finally:
+        handler.close()
+
     # merging a merged file keeps each demo's first origin
     again = l2_merge.merge([out, a], tmp_path / "merged2.hdf5")
     assert again["demos"] == 24
+    assert again["notices"][0].startswith(f"{out}: its filter keys (mask/) are not carried over")
     with h5py.File(tmp_path / "merged2.hdf5") as f:
         assert f["data/demo_12"].attrs["source_file"] == "teleop_b.hdf5"
         assert f["data/demo_13"].attrs["source_file"] == "scripted_a.hdf5"
@@ -142,6 +161,7 @@ def test_merge_refuses_other_tasks_layouts_and_existing_output_in_one_line(tmp_p
     assert rc == 2 and "--overwrite" in text and out.read_bytes() == before
     rc, text = run_merge(str(a), "-o", str(out), "--overwrite")
     assert rc == 0, text
+    assert "notice: L3 tags every demo of out.hdf5 as 'unknown'" in text
     assert validate_file(out).episodes == 2
 
 
