@@ -25,6 +25,9 @@ ATTR_NUM_SAMPLES = "num_samples"
 ATTR_SEED = "seed"
 ATTR_SUCCESS = "success"
 
+MASK_GROUP = "mask"
+"""robomimic's filter keys at the root: ``mask/<name>``, each a 1-D array of demo names (byte strings)."""
+
 ACTIONS = "actions"
 OBS = "obs"
 

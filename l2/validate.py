@@ -35,6 +35,7 @@ from l2.schema import (
     FORMAT_VERSION,
     LEGACY_EPISODES_GROUP,
     LIFT_ACTION_DIM,
+    MASK_GROUP,
     OBS,
     QUAT_NORM_TOL,
     demo_index,
@@ -508,6 +509,8 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expec
         if _is_bool(s := _attr_or_none(demo, ATTR_SUCCESS)) and s:
             report.successes += 1
 
+    _check_masks(h5, {name for _, name in indexed}, bad)
+
     total = data.attrs.get(ATTR_TOTAL)
     if total is None:
         bad(data.name, "missing total attr (sum of num_samples over all episodes)")
@@ -519,6 +522,28 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expec
             f"total={int(total)} but the episodes' num_samples sum to {report.samples} "
             "(total counts transitions, not episodes)",
         )
+
+
+def _check_masks(h5: h5py.File, demos: set[str], bad: Report) -> None:
+    """robomimic's filter keys ``mask/<name>``, when present: 1-D byte-string arrays of existing demos, no repeats."""
+    mask = h5.get(MASK_GROUP)
+    if mask is None:
+        return
+    if not isinstance(mask, h5py.Group):
+        bad(f"/{MASK_GROUP}", "mask must be a group of filter keys (mask/<name>)")
+        return
+    for key in sorted(mask):
+        dset = mask.get(key)
+        path = f"/{MASK_GROUP}/{key}"
+        if not isinstance(dset, h5py.Dataset) or dset.ndim != 1 or dset.dtype.kind != "S":
+            bad(path, "filter key must be a 1-D dataset of demo names as byte strings (as robomimic writes them)")
+            continue
+        names = [n.decode("utf-8", "replace") for n in dset[()]]
+        unknown = [n for n in names if n not in demos]
+        if unknown:
+            bad(path, f"names {len(unknown)} demo(s) not in /data: {', '.join(unknown[:5])}")
+        if len(set(names)) != len(names):
+            bad(path, "names a demo more than once")
 
 
 def _check_env_args(data: h5py.Group, bad: Report, warn: Report) -> str | None:

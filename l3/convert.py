@@ -222,11 +222,12 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
             skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
             input_format: str | None = None, min_score: float | None = None, engine: str = "local",
-            address: str | None = None) -> Summary:
+            address: str | None = None, filter_key: str | None = None) -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
     Each input's format is detected from its structure (``input_format`` forces one, see
-    :mod:`l3.inputs`); ``min_score`` drops episodes whose score (platform exports) is below it.
+    :mod:`l3.inputs`); ``min_score`` drops episodes whose score (platform exports) is below it;
+    ``filter_key`` keeps only the demos that an L2 file's robomimic filter key ``mask/<filter_key>`` lists.
     With ``skip_bad`` every candidate is read and checked first (frames included), so that the
     episodes written are numbered once, without the bad ones. ``engine="ray"`` runs the per-episode work
     as Ray tasks (:mod:`l3.ray_engine`; on the cluster at ``address``, else a local instance) and writes
@@ -268,7 +269,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
                 other_sources[src] = other_sources.get(src, 0) + 1
                 continue
             try:
-                scan = inp.scan(src)
+                scan = inp.scan(src, filter_key)
             except InputError as e:
                 count = summary.per_source.setdefault(src or inp.format, SourceCount())
                 count.files += 1
@@ -417,6 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="force the input format (default: detected per file from its structure)")
     p.add_argument("--min-score", type=float, metavar="X",
                    help="drop platform-export episodes whose score attribute is below X (or missing)")
+    p.add_argument("--filter-key", metavar="NAME", help="convert only the demos of L2 files listed in robomimic's "
+                   "filter key mask/NAME, e.g. train (written by python -m l2.split)")
     p.add_argument("-j", "--workers", type=int, default=1,
                    help="worker processes (default 1); pays off with cameras (video encoding), less so for "
                    "state-only data; the output is byte-identical for any number")
@@ -474,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
             max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
             overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
-            input_format=args.input_format, min_score=args.min_score, engine=args.engine, address=args.address)
+            input_format=args.input_format, min_score=args.min_score, engine=args.engine, address=args.address,
+            filter_key=args.filter_key)
         if v3:
             summary = v30.finish(summary, args.output, args.overwrite)
     except (InputError, ConfigError, UsageError) as e:

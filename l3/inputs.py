@@ -74,9 +74,15 @@ class Input:
     def format(self) -> str:
         return self.reader.format
 
-    def scan(self, source: str | None) -> FileScan:
-        """The input's episodes (``.refs`` in order, ``.errors``, ``.source``); ``source`` None: the reader's tag."""
-        return self.reader.scan(self.file, source, self._h5)
+    def scan(self, source: str | None, filter_key: str | None = None) -> FileScan:
+        """The input's episodes (``.refs`` in order, ``.errors``, ``.source``); ``source`` None: the reader's tag;
+        ``filter_key``: only the demos an L2 file's ``mask/<filter_key>`` lists."""
+        if filter_key is None:
+            return self.reader.scan(self.file, source, self._h5)
+        if self.reader is not l2_hdf5.READER:
+            raise InputError(self.file, "/", f"--filter-key selects demos of L2 files (mask/{filter_key}); this "
+                             f"input is in {self.format} format")
+        return l2_hdf5.READER.scan(self.file, source, self._h5, filter_key)
 
     def close(self) -> None:
         if self._h5 is not None:

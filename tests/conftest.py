@@ -33,12 +33,21 @@ def scripted_run(tmp_path_factory):
 PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
 
 
+def venv_python(script: str, *args: str) -> str:
+    """The python of a test venv built (once) by ``scripts/<script>`` (see scripts/test_venv.sh)."""
+    r = subprocess.run(["bash", str(REPO / "scripts" / script), *args], capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, f"scripts/{script} {' '.join(args)} failed:\n{r.stderr[-4000:]}"
+    return r.stdout.strip().splitlines()[-1]
+
+
 def lerobot_python(flavour: str) -> str:
     """The python of LeRobot's venv (``v21``: lerobot 0.3.x, ``v30``: 0.6.x), built once by scripts/setup_lerobot.sh."""
-    r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), flavour], capture_output=True, text=True,
-                       timeout=3600)
-    assert r.returncode == 0, f"scripts/setup_lerobot.sh {flavour} failed:\n{r.stderr[-4000:]}"
-    return r.stdout.strip().splitlines()[-1]
+    return venv_python("setup_lerobot.sh", flavour)
+
+
+def robomimic_python() -> str:
+    """The python of robomimic 0.3.0's venv, built once by scripts/setup_robomimic.sh."""
+    return venv_python("setup_robomimic.sh")
 
 
 def run_probe(python: str, mode: str, root: Path, tmp: Path, *extra: str) -> dict:

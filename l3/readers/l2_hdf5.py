@@ -123,11 +123,13 @@ class L2Reader:
         """``scripted_``, ``rl_``, ``teleop_`` file name prefixes (a shard's folder name's); else ``unknown``."""
         return schema.source_from_path(os.path.abspath(file))
 
-    def scan(self, file: str, source: str | None, f: h5py.File | None = None) -> FileScan:
-        """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: the file name's tag."""
+    def scan(self, file: str, source: str | None, f: h5py.File | None = None,
+             filter_key: str | None = None) -> FileScan:
+        """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: the file name's tag;
+        ``filter_key``: only the demos that robomimic's filter key ``mask/<filter_key>`` lists (``l2.split``)."""
         if f is None:
             with open_hdf5(file) as f:
-                return self.scan(file, source, f)
+                return self.scan(file, source, f, filter_key)
         scan = FileScan(file=file, source=source or self.source_from_name(file))
         with reading(file, "/", SCAN_ERROR):
             version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
@@ -156,6 +158,8 @@ class L2Reader:
             names = schema.sorted_demo_names(data.keys())
             if not names:
                 raise InputError(file, f"/{schema.DATA_GROUP}", "no demo_<i> episodes (empty file)")
+            if filter_key is not None:
+                names = _filtered(file, f, names, filter_key)
             for name in names:
                 where = f"/{schema.DATA_GROUP}/{name}"
                 gid = h5py.h5o.open(data.id, name.encode())
@@ -315,6 +319,20 @@ class L2Reader:
 
     def close(self) -> None:
         self._files.close()
+
+
+def _filtered(file: str, f: h5py.File, names: list[str], key: str) -> list[str]:
+    """The demos of ``names`` that the filter key ``mask/<key>`` lists, in numeric order."""
+    where = f"/{schema.MASK_GROUP}/{key}"
+    dset = f.get(where)
+    if not isinstance(dset, h5py.Dataset) or dset.ndim != 1 or dset.dtype.kind != "S":
+        problem = "missing filter key" if dset is None else "filter key is not a 1-D array of demo names"
+        raise InputError(file, where, f"{problem} (python -m l2.split {file} writes mask/train and mask/valid)")
+    listed = {n.decode("utf-8", "replace") for n in dset[()]}
+    unknown = sorted(listed - set(names))
+    if unknown:
+        raise InputError(file, where, f"names demo(s) not in /{schema.DATA_GROUP}: {', '.join(unknown[:5])}")
+    return [n for n in names if n in listed]
 
 
 def _rows(actions) -> int | str:

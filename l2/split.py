@@ -1,0 +1,111 @@
+"""Train/validation split of an L2 file as robomimic filter keys (``docs/merge_split.md``).
+
+    python -m l2.split data/demos/scripted_lift_cube.hdf5 --valid 0.1 --seed 0
+
+Writes ``mask/train`` and ``mask/valid`` into the file, in place: 1-D arrays of demo group names as
+fixed-length byte strings, the form robomimic writes and reads (``filter_by_attribute``,
+``hdf5_filter_key`` / ``hdf5_validation_filter_key``). The demos are not touched. Existing masks are
+replaced only with ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import h5py
+import numpy as np
+
+from l2 import schema
+
+MASK_GROUP = schema.MASK_GROUP
+TRAIN, VALID = "train", "valid"
+
+
+class SplitError(Exception):
+    """Bad input for a split, reported as one line (exit 2), with the file untouched."""
+
+
+def split_names(demos: list[str], valid: float, seed: int) -> tuple[list[str], list[str]]:
+    """(train, valid) demo names, each in numeric order: ``round(valid * n)`` demos drawn with ``seed`` go to
+    valid, at least 1 when ``valid > 0`` and at most ``n - 1`` (train is never empty)."""
+    n = len(demos)
+    n_valid = min(n - 1, max(1 if valid > 0 else 0, round(valid * n)))
+    picked = set(np.random.default_rng(seed).permutation(n)[:n_valid].tolist())
+    return ([d for i, d in enumerate(demos) if i not in picked], [d for i, d in enumerate(demos) if i in picked])
+
+
+def mask_names(f: h5py.File, key: str) -> list[str]:
+    """Demo names listed by the filter key ``mask/<key>`` (KeyError when missing)."""
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in f[f"{MASK_GROUP}/{key}"][()]]
+
+
+def write_mask(f: h5py.File, key: str, names: list[str]) -> None:
+    """``mask/<key>`` as robomimic writes it: fixed-length byte strings."""
+    path = f"{MASK_GROUP}/{key}"
+    if path in f:
+        del f[path]
+    f.create_dataset(path, data=np.array([n.encode() for n in names], dtype=f"S{max(map(len, names), default=1)}"))
+
+
+def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False) -> tuple[list, list]:
+    """Write ``mask/train`` and ``mask/valid`` into the L2 file at ``path``; returns (train, valid) names."""
+    file = os.fspath(path)
+    if not 0 <= valid < 1:
+        raise SplitError(f"--valid must be in [0, 1), got {valid}")
+    if not os.path.isfile(file):
+        raise SplitError(f"{file}: no such file")
+    try:
+        f = h5py.File(file, "r+")
+    except OSError as exc:
+        raise SplitError(f"{file}: cannot open for writing as HDF5: {exc}") from None
+    with f:
+        data = f.get(schema.DATA_GROUP)
+        if not isinstance(data, h5py.Group):
+            raise SplitError(f"{file}:/{schema.DATA_GROUP}: missing group (not an L2 demos file)")
+        demos = schema.sorted_demo_names(data.keys())
+        if len(demos) < 2:
+            raise SplitError(f"{file}:/{schema.DATA_GROUP}: {len(demos)} demo(s); a split needs at least 2")
+        for key in (TRAIN, VALID):
+            if f"{MASK_GROUP}/{key}" in f and not overwrite:
+                raise SplitError(f"{file}:/{MASK_GROUP}/{key}: exists (pass --overwrite to replace the split)")
+        train, val = split_names(demos, valid, seed)
+        write_mask(f, TRAIN, train)
+        write_mask(f, VALID, val)
+    return train, val
+
+
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError("must be in [0, 1)")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m l2.split",
+        description="Split an L2 file's demos into robomimic filter keys mask/train and mask/valid, written into "
+        "the file in place (the demos are not touched).",
+        epilog="robomimic reads them with filter_by_attribute='train' / hdf5_filter_key; L3 converts one with "
+        "--filter-key NAME. Exit status: 0 written, 2 bad input or usage (one line, file untouched).",
+    )
+    p.add_argument("file", metavar="FILE", help="L2 HDF5 file")
+    p.add_argument("--valid", type=_ratio, default=0.1, metavar="RATIO",
+                   help="share of demos for mask/valid (default 0.1; rounded, at least 1 when > 0, train never empty)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random draw (default 0)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing mask/train or mask/valid")
+    args = p.parse_args(argv)
+    try:
+        train, val = split(args.file, args.valid, args.seed, args.overwrite)
+    except SplitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.file}: mask/{TRAIN} {len(train)} demos, mask/{VALID} {len(val)} demos "
+          f"({', '.join(val) or 'none'}), seed {args.seed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
