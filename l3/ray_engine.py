@@ -14,6 +14,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from l2.distributed import start_ray
+
 _STATE: dict = {"key": None}
 _END = object()
 
@@ -37,11 +39,7 @@ def start(address: str | None) -> bool:
 
     if ray.is_initialized():
         return False
-    kw = {"log_to_driver": False, "logging_level": "WARNING"}
-    if address:
-        ray.init(address=address, **kw)
-    else:
-        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **kw)
+    start_ray(address)
     return True
 
 
