@@ -158,6 +158,7 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     Raises :class:`ReplayError` for a task that is not one of ours."""
     import gymnasium as gym
     from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+    from isaaclab_tasks.utils import load_cfg_from_registry
 
     from l2 import sim
 
@@ -167,10 +168,7 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     if not isinstance(entry, str) or not entry.startswith("l2."):
         raise ReplayError(f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
                           "this package: cannot rebuild its env")
-    module, _, name = entry.partition(":")
-    import importlib
-
-    cfg = getattr(importlib.import_module(module), name)()
+    cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
     arm = cfg.actions.arm_action
     ik_absolute = isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode
     return env_name if ik_absolute else sim.DEFAULT_TASK
