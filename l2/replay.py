@@ -1,5 +1,4 @@
 """Replay verification: do a file's demos still lift the cube when their recorded actions are replayed?
-
 Rebuilds the task named in the file's ``env_args`` (cameras off), resets each env to a demo's
 ``initial_state``, applies the demo's recorded ``actions`` step by step and reports per demo whether
 the task's ``success`` term fires, how far the cube ends from its recorded position, and how far the
@@ -44,6 +43,8 @@ if TYPE_CHECKING:
 
 INITIAL_STATE = "initial_state"
 DEFAULT_MIN_RATE = 0.95
+DEFAULT_HOLD_STEPS = 10
+"""0.2 s at 50 Hz: how long a replay may hold a demo's last action for its success to fire."""
 
 
 class ReplayError(ValueError):
@@ -74,7 +75,8 @@ class DemoReplay:
     steps: int
     recorded_success: bool
     success_step: int | None
-    """First step (1-based) after which the ``success`` term fired; None when it never did."""
+    """First step (1-based) after which the ``success`` term fired; None when it never did. Past ``steps``
+    when it fired only while the env held the demo's last action (``hold_steps``)."""
     cube_error_final: float | None
     """Cube position at the last recorded sample (before the last action) vs. the recording."""
     cube_error_mean: float | None
@@ -92,6 +94,8 @@ class DemoReplay:
             return "n/a" if value is None else f"{value * 1000:.2f} mm"
 
         outcome = f"success at step {self.success_step}/{self.steps}" if self.reproduced else "NO success"
+        if self.reproduced and self.success_step > self.steps:
+            outcome += " (after the demo's end, holding its last action)"
         if not self.recorded_success:
             outcome += " (recorded as a failure)"
         elif not self.reproduced:
@@ -199,16 +203,20 @@ def _stack_states(states: list[dict], to_tensor: Callable[[np.ndarray], torch.Te
 class DemoReplayer:
     """Replays demos in an env built by :func:`replay_env_cfg`, one demo per env at a time.
 
-    Envs whose demo has ended hold its last action until the next demo is put in them; the others
-    are unaffected (MuJoCo-Warp steps every env's world on its own)."""
+    A demo whose ``success`` has not fired by its last action is given up to ``hold_steps`` more steps
+    holding that action (see ``docs/replay.md``: recorded demos end on the very step their success
+    fired, and a replay in another env of the scene can be a step late). Envs whose demo has ended hold
+    its last action until the next demo is put in them; the others are unaffected (MuJoCo-Warp steps
+    every env's world on its own)."""
 
-    def __init__(self, env: ManagerBasedRLEnv, success_term: TerminationTermCfg):
+    def __init__(self, env: ManagerBasedRLEnv, success_term: TerminationTermCfg, hold_steps: int = 0):
         from isaaclab.managers import SceneEntityCfg
 
         from l2.rl.expert import shadow_ik_term
 
         self.env = env
         self.success_term = success_term
+        self.hold_steps = hold_steps
         for value in success_term.params.values():
             if isinstance(value, SceneEntityCfg):
                 value.resolve(env.scene)
@@ -254,6 +262,8 @@ class DemoReplayer:
             jac_v = self._ik._compute_frame_jacobian()[:, :3].cpu().numpy()
             for e in active:
                 demo, t = demos[slot[e]], step[e]
+                if t >= len(demo.actions):  # holding the last action (hold_steps): nothing recorded to compare
+                    continue
                 if demo.object_position is not None:
                     errors[e]["cube"].append(float(np.linalg.norm(cube[e] - demo.object_position[t])))
                 if demo.joint_pos is not None:
@@ -269,7 +279,8 @@ class DemoReplayer:
                 step[e] += 1
                 if success[e] and first_success[e] is None:
                     first_success[e] = step[e]
-                if step[e] == len(demos[slot[e]].actions):
+                length = len(demos[slot[e]].actions)
+                if step[e] >= length and (first_success[e] is not None or step[e] >= length + self.hold_steps):
                     results[slot[e]] = self._result(demos[slot[e]], first_success[e], errors[e])
                     if on_done is not None:
                         on_done(results[slot[e]])
@@ -292,15 +303,15 @@ class DemoReplayer:
 
 
 def replay_demos(demos: Sequence[Demo], task: str, device: str = "cpu", num_envs: int = 1,
-                 overrides: Sequence[str] = (), on_done: Callable[[DemoReplay], None] | None = None
-                 ) -> tuple[list[DemoReplay], DemoReplayer]:
+                 overrides: Sequence[str] = (), on_done: Callable[[DemoReplay], None] | None = None,
+                 hold_steps: int = 0) -> tuple[list[DemoReplay], DemoReplayer]:
     """Build the replay env of ``task`` (see :func:`replay_task`) with at most ``num_envs`` envs and replay
     ``demos`` in it; the results, in the order of ``demos``, and the replayer (its timing)."""
     from l2 import sim
 
     env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides)
     with sim.make_env(env_cfg, task) as env:
-        replayer = DemoReplayer(env, success)
+        replayer = DemoReplayer(env, success, hold_steps)
         return replayer.replay(demos, on_done), replayer
 
 
@@ -330,6 +341,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-rate", type=_rate, default=DEFAULT_MIN_RATE,
                         help="exit 1 when fewer than this share of the recorded successes reproduce "
                              "(default: %(default)s)")
+    parser.add_argument("--hold-steps", type=int, default=DEFAULT_HOLD_STEPS,
+                        help="steps a demo's last action is held when its success has not fired by then: a demo "
+                             "ends on the step its success fired, which a replay can reach a step late "
+                             "(default: %(default)s; 0: strict)")
     group = parser.add_argument_group("simulation")
     group.add_argument("--num_envs", type=int, default=4, help="demos replayed at once, one per env "
                        "(default: %(default)s)")
@@ -339,6 +354,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.num_envs < 1:
         parser.error("--num_envs must be at least 1")
+    if args.hold_steps < 0:
+        parser.error("--hold-steps must be at least 0")
     return args
 
 
@@ -359,16 +376,20 @@ def run(args: argparse.Namespace) -> int:
             bar.write(result.line())
             bar.update(1)
 
-        results, replayer = replay_demos(demos, task, args.device, args.num_envs, args.overrides, done)
+        results, replayer = replay_demos(demos, task, args.device, args.num_envs, args.overrides, done,
+                                         args.hold_steps)
     seconds = time.perf_counter() - start
     recorded = [r for r in results if r.recorded_success]
     reproduced = sum(r.reproduced for r in recorded)
+    late = sum(r.reproduced and r.success_step > r.steps for r in recorded)
     rate = reproduced / len(recorded) if recorded else None
     worst = [r.cube_error_final for r in recorded if r.cube_error_final is not None]
     ee = [r.ee_deviation_max for r in recorded if r.ee_deviation_max is not None]
     cli.print_summary([
         ("reproduced", f"{reproduced}/{len(recorded)} recorded successes"
-                       + (f" ({100 * rate:.1f} %, minimum {100 * args.min_rate:.0f} %)" if recorded else "")),
+                       + (f" ({100 * rate:.1f} %, minimum {100 * args.min_rate:.0f} %)" if recorded else "")
+                       + (f"; {late} of them only after the demo's end (--hold-steps {args.hold_steps})"
+                          if late else "")),
         ("failures replayed", f"{sum(r.reproduced for r in results if not r.recorded_success)}/"
                               f"{len(results) - len(recorded)} lifted"),
         ("cube final error", f"median {1000 * np.median(worst):.1f} mm, max {1000 * max(worst):.1f} mm"

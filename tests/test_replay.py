@@ -16,7 +16,7 @@ from l3_fixtures import make_demo, make_l2_file, write_l2
 pytest.importorskip("isaaclab")  # the replay rebuilds the task
 
 REPO = Path(__file__).resolve().parents[1]
-CUBE_FINAL_TOL_MM = 1.0  # measured: 0.00-0.03 mm for scripted demos (docs/replay.md)
+CUBE_FINAL_TOL_MM = 2.0  # measured: <= 0.06 mm in the env slot a demo was recorded in, <= 0.83 mm elsewhere
 LINE = re.compile(r"(demo_\d+)\s+(success at step (\d+)/(\d+)|NO success).*?cube final ([\d.]+) mm")
 
 
@@ -40,8 +40,10 @@ def test_scripted_demos_replay_with_every_success_reproduced(scripted_run):
     for name, (reproduced, cube_mm) in outcomes.items():
         assert reproduced and cube_mm < CUBE_FINAL_TOL_MM, (name, proc.stdout[-3000:])
     assert "reproduced         3/3 recorded successes (100.0 %" in proc.stdout
-    # Every demo's success fires at the step it ended on when it was recorded (the task ends on success).
-    assert all(a == b for a, b in re.findall(r"success at step (\d+)/(\d+)", proc.stdout)), proc.stdout[-3000:]
+    # Each success fires on the step the demo ended on when it was recorded (the task ends on success), or
+    # at worst a step or two later in an env slot other than the one it was recorded in.
+    steps = [(int(a), int(b)) for a, b in re.findall(r"success at step (\d+)/(\d+)", proc.stdout)]
+    assert len(steps) == 3 and all(b <= a <= b + 2 for a, b in steps), proc.stdout[-3000:]
 
 
 @pytest.mark.sim
@@ -59,7 +61,7 @@ def test_perturbed_actions_are_reported_as_failures_and_exit_1(scripted_run, tmp
     outcomes = _outcomes(proc.stdout)
     assert not outcomes["demo_0"][0] and outcomes["demo_0"][1] > 10, proc.stdout[-3000:]  # cube left behind
     assert outcomes["demo_1"][0] and outcomes["demo_1"][1] < CUBE_FINAL_TOL_MM  # its neighbour is unaffected
-    assert "NO success (recorded as a success)" in proc.stdout
+    assert "NO success (recorded as a success)" in proc.stdout  # also after holding its last action 10 steps
     assert "reproduced         1/2 recorded successes (50.0 %" in proc.stdout
     assert proc.stderr.strip().splitlines()[-1] == "error: 1/2 recorded successes reproduced, below --min-rate 0.95"
     # the same replay passes when the user accepts half
