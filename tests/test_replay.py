@@ -16,7 +16,7 @@ from l3_fixtures import make_demo, make_l2_file, write_l2
 pytest.importorskip("isaaclab")  # the replay rebuilds the task
 
 REPO = Path(__file__).resolve().parents[1]
-CUBE_FINAL_TOL_MM = 2.0  # measured: <= 0.06 mm in the env slot a demo was recorded in, <= 0.83 mm elsewhere
+CUBE_FINAL_TOL_MM = 2.0  # measured 0.00-0.83 mm for scripted demos, the larger in another env slot (replay.md)
 LINE = re.compile(r"(demo_\d+)\s+(success at step (\d+)/(\d+)|NO success).*?cube final ([\d.]+) mm")
 
 
