@@ -200,33 +200,16 @@ def test_split_observation_equals_the_unconcatenated_terms_bit_exact():
             PolicySplitObsRecorder(PolicySplitObsRecorderCfg(), env).record_pre_step()
 
 
-def _to_tensors(group: h5py.Group):
-    return {k: _to_tensors(v) if isinstance(v, h5py.Group) else torch.from_numpy(v[()]) for k, v in group.items()}
-
-
 def test_equivalent_actions_replayed_in_the_ik_absolute_env_lift_the_cube_along_the_same_path(rollout_files):
-    """The RL file's ``actions`` drive the scripted source's IK-absolute task: from the demo's
-    ``initial_state`` they lift the cube too, and move it along the path the RL run moved it."""
+    """The RL file's ``actions`` drive the base IK-absolute task (``python -m l2.replay`` picks it for RL
+    files): from the demo's ``initial_state`` they lift the cube too, and move it along the path the RL
+    run moved it."""
+    from l2.replay import read_demos, replay_demos
+
     main, _, _ = rollout_files
-    with h5py.File(main) as f:
-        demo = f["data/demo_0"]
-        initial_state = _to_tensors(demo["initial_state"])
-        actions = torch.from_numpy(demo["actions"][()])
-        cube_path = demo["obs/object_position"][()]
-    env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", num_envs=1, seed=3, overrides=["presets=no_cameras"])
-    errors, lifted = [], False
-    with sim.make_env(env_cfg, sim.DEFAULT_TASK) as env:
-        env.reset()
-        env.reset_to(initial_state, env_ids=torch.tensor([0]), is_relative=True)
-        for t, action in enumerate(actions):
-            cube = env.observation_manager.compute_group("policy")["object_position"][0]
-            errors.append(np.linalg.norm(cube.numpy() - cube_path[t]))
-            env.step(action.unsqueeze(0))
-            if env.termination_manager.dones[0]:
-                lifted = bool(env.termination_manager.get_term("success")[0])
-                break
-    errors = np.array(errors)
-    print(f"IK-abs replay of {len(errors)} of {len(actions)} RL steps: lifted {lifted}, cube off the RL path by "
-          f"{errors.mean() * 1000:.1f} mm on average, {errors.max() * 1000:.1f} mm at worst")
-    assert lifted
-    assert errors.mean() < CUBE_PATH_MEAN_TOL
+    env_name, task, demos = read_demos(main, [0])
+    assert (env_name, task) == (RL_TASK, sim.DEFAULT_TASK)
+    (result,), _ = replay_demos(demos, task)
+    print(result.line())
+    assert result.reproduced
+    assert result.cube_error_mean < CUBE_PATH_MEAN_TOL

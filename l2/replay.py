@@ -1,0 +1,416 @@
+"""Replay verification: do a file's demos still lift the cube when their recorded actions are replayed?
+Rebuilds the task named in the file's ``env_args`` (cameras off), resets each env to a demo's
+``initial_state``, applies the demo's recorded ``actions`` step by step and reports per demo whether
+the task's ``success`` term fires, how far the cube ends from its recorded position, and how far the
+arm strays from its recorded path (joints, and the end effector to first order). Several demos run at
+once, one per env. Exit status 1 when fewer than ``--min-rate`` of the recorded successes reproduce.
+
+Files of the RL variant (relative joint targets) hold the IK-absolute equivalent of the policy's
+actions as ``actions``; they are replayed in the IK-absolute base task. What is compared and why:
+``docs/replay.md``.
+
+Examples::
+
+    python -m l2.replay data/demos/scripted_lift_cube.hdf5
+    python -m l2.replay data/demos/rl_lift_cube.hdf5 --episodes 0,3 --num_envs 2
+    python -m l2.replay data/demos/teleop_lift_cube.hdf5 --min-rate 1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from l2 import cli, schema
+
+if TYPE_CHECKING:
+    import torch
+    from isaaclab.envs import ManagerBasedRLEnv, ManagerBasedRLEnvCfg
+    from isaaclab.managers import TerminationTermCfg
+
+INITIAL_STATE = "initial_state"
+DEFAULT_MIN_RATE = 0.95
+DEFAULT_HOLD_STEPS = 10
+"""0.2 s at 50 Hz: how long a replay may hold a demo's last action for its success to fire."""
+
+
+class ReplayError(ValueError):
+    """A file that cannot be replayed, in one line naming the file and HDF5 path."""
+
+
+@dataclass
+class Demo:
+    """What a replay needs of one recorded demo."""
+
+    name: str
+    actions: np.ndarray
+    """(T, 8) IK-absolute actions, applied one per step."""
+    initial_state: dict
+    """``initial_state`` as Isaac Lab's ``InteractiveScene.get_state(is_relative=True)`` gives it, batch of 1."""
+    success: bool
+    joint_pos: np.ndarray | None
+    """(T, J) recorded ``obs/joint_pos`` (before each action), when the file has it."""
+    object_position: np.ndarray | None
+    """(T, 3) recorded ``obs/object_position`` (cube in the robot root frame, before each action)."""
+
+
+@dataclass
+class DemoReplay:
+    """The outcome of replaying one demo. Distances in m, joint deviations in rad (m for the fingers)."""
+
+    name: str
+    steps: int
+    recorded_success: bool
+    success_step: int | None
+    """First step (1-based) after which the ``success`` term fired; None when it never did. Past ``steps``
+    when it fired only while the env held the demo's last action (``hold_steps``)."""
+    cube_error_final: float | None
+    """Cube position at the last recorded sample (before the last action) vs. the recording."""
+    cube_error_mean: float | None
+    cube_error_max: float | None
+    joint_deviation_max: float | None
+    ee_deviation_max: float | None
+    """End-effector deviation ``|J_v (q_recorded - q)|`` (arm joints), the largest over the demo."""
+
+    @property
+    def reproduced(self) -> bool:
+        return self.success_step is not None
+
+    def line(self) -> str:
+        def mm(value: float | None) -> str:
+            return "n/a" if value is None else f"{value * 1000:.2f} mm"
+
+        outcome = f"success at step {self.success_step}/{self.steps}" if self.reproduced else "NO success"
+        if self.reproduced and self.success_step > self.steps:
+            outcome += " (after the demo's end, holding its last action)"
+        if not self.recorded_success:
+            outcome += " (recorded as a failure)"
+        elif not self.reproduced:
+            outcome += " (recorded as a success)"
+        joints = "n/a" if self.joint_deviation_max is None else f"{self.joint_deviation_max:.4f} rad"
+        return (f"{self.name:>9}  {outcome}; cube final {mm(self.cube_error_final)} (mean {mm(self.cube_error_mean)},"
+                f" max {mm(self.cube_error_max)}); ee max {mm(self.ee_deviation_max)}; joints max {joints}")
+
+
+# ------------------------------------------------------------------------------------------ reading
+def _read_group(group: h5py.Group) -> dict:
+    return {k: _read_group(v) if isinstance(v, h5py.Group) else v[()] for k, v in group.items()}
+
+
+def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple[str, str, list[Demo]]:
+    """``(env_name, task to replay in, demos)`` of an L2 file (see :func:`replay_task`); only what a replay
+    needs is read (no camera frames).
+
+    Raises :class:`ReplayError` for a file that does not validate, of another task, or lacking what a
+    replay needs.
+    """
+    from l2.validate import validate_file
+
+    path = str(path)
+    report = validate_file(path)
+    if not report.ok:
+        raise ReplayError(str(report.violations[0]))
+    with h5py.File(path, "r") as f:
+        data = f[schema.DATA_GROUP]
+        env_name = json.loads(data.attrs.get(schema.ATTR_ENV_ARGS, "{}")).get("env_name")
+        if not env_name:
+            raise ReplayError(f"{path}:/{schema.DATA_GROUP}: env_args names no env_name: nothing to rebuild")
+        task = replay_task(env_name, path)
+        names = schema.sorted_demo_names(data.keys())
+        if episodes is not None:
+            missing = [i for i in episodes if schema.demo_name(i) not in data]
+            if missing:
+                raise ReplayError(f"{path}:/{schema.DATA_GROUP}/{schema.demo_name(missing[0])}: no such demo "
+                                  f"(the file has {len(names)})")
+            names = [schema.demo_name(i) for i in episodes]
+        demos = []
+        for name in names:
+            group = data[name]
+            if INITIAL_STATE not in group:
+                raise ReplayError(f"{path}:/{schema.DATA_GROUP}/{name}/{INITIAL_STATE}: missing, the demo cannot be "
+                                  "put back in its initial state")
+            obs = group.get(schema.OBS, {})
+            demos.append(Demo(
+                name=name,
+                actions=group[schema.ACTIONS][()],
+                initial_state=_read_group(group[INITIAL_STATE]),
+                success=bool(group.attrs.get(schema.ATTR_SUCCESS, False)),
+                joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
+                object_position=obs["object_position"][()] if "object_position" in obs else None,
+            ))
+    return env_name, task, demos
+
+
+# ------------------------------------------------------------------------------------------- the env
+def replay_task(env_name: str, path: str | Path = "") -> str:
+    """The gym id to replay a file of ``env_name`` in: that task when it takes IK-absolute actions, else
+    the base task (the RL variant's files hold the IK-absolute equivalent as ``actions``).
+
+    Raises :class:`ReplayError` for a task that is not one of ours."""
+    import gymnasium as gym
+    from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+    from isaaclab_tasks.utils import load_cfg_from_registry
+
+    from l2 import sim
+
+    sim.register_tasks()
+    spec = gym.registry.get(env_name)
+    entry = (spec.kwargs.get("env_cfg_entry_point", "") if spec else "") or ""
+    if not isinstance(entry, str) or not entry.startswith("l2."):
+        raise ReplayError(f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
+                          "this package: cannot rebuild its env")
+    cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
+    arm = cfg.actions.arm_action
+    ik_absolute = isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode
+    return env_name if ik_absolute else sim.DEFAULT_TASK
+
+
+def replay_env_cfg(task: str, device: str, num_envs: int, overrides: Sequence[str] = ()
+                   ) -> tuple[ManagerBasedRLEnvCfg, TerminationTermCfg]:
+    """The task's cfg for replay, and its ``success`` term: cameras off, and no termination, so that no env
+    is reset in the middle of a demo; the replay evaluates ``success`` itself after every step, as the
+    teleop variant does."""
+    from l2 import sim
+    from l2.lift.camera_cfg import NO_CAMERAS
+
+    env_cfg = sim.load_env_cfg(task, device, num_envs, seed=None, overrides=[f"presets={NO_CAMERAS}", *overrides])
+    success = getattr(env_cfg, "success_term", None) or env_cfg.terminations.success
+    for name in list(vars(env_cfg.terminations)):
+        setattr(env_cfg.terminations, name, None)
+    return env_cfg, success
+
+
+def _stack_states(states: list[dict], to_tensor: Callable[[np.ndarray], torch.Tensor]) -> dict:
+    first = states[0]
+    if isinstance(first, dict):
+        return {k: _stack_states([s[k] for s in states], to_tensor) for k in first}
+    return to_tensor(np.concatenate(states, axis=0))
+
+
+class DemoReplayer:
+    """Replays demos in an env built by :func:`replay_env_cfg`, one demo per env at a time.
+
+    A demo whose ``success`` has not fired by its last action is given up to ``hold_steps`` more steps
+    holding that action (see ``docs/replay.md``: recorded demos end on the very step their success
+    fired, and a replay in another env of the scene can be a step late). Envs whose demo has ended hold
+    its last action until the next demo is put in them; the others are unaffected (MuJoCo-Warp steps
+    every env's world on its own)."""
+
+    def __init__(self, env: ManagerBasedRLEnv, success_term: TerminationTermCfg, hold_steps: int = 0):
+        from isaaclab.managers import SceneEntityCfg
+
+        from l2.rl.expert import shadow_ik_term
+
+        self.env = env
+        self.success_term = success_term
+        self.hold_steps = hold_steps
+        for value in success_term.params.values():
+            if isinstance(value, SceneEntityCfg):
+                value.resolve(env.scene)
+        self._ik = shadow_ik_term(env)  # the end effector's Jacobian, for its deviation from the recorded path
+        self.seconds = 0.0
+        """Wall time of the last :meth:`replay` (env building excluded)."""
+        self.env_steps = 0
+        """Env steps of the last :meth:`replay` (demo steps, idle envs not counted)."""
+
+    def replay(self, demos: Sequence[Demo], on_done: Callable[[DemoReplay], None] | None = None) -> list[DemoReplay]:
+        import torch
+        from isaaclab_tasks.contrib.lift.mdp import object_position_in_robot_root_frame
+
+        env, n = self.env, self.env.num_envs
+        robot, arm_ids = self._ik._asset, self._ik._joint_ids
+        pending = collections.deque(range(len(demos)))
+        slot = [-1] * n  # demo index running in each env
+        step = [0] * n
+        errors: list[dict[str, list[float]]] = [{} for _ in range(n)]
+        first_success: list[int | None] = [None] * n
+        results: list[DemoReplay | None] = [None] * len(demos)
+        actions = torch.zeros(n, demos[0].actions.shape[1] if demos else 8, device=env.device)
+        clock, self.env_steps = time.perf_counter(), 0
+
+        def start(env_ids: Sequence[int]) -> None:
+            started = []
+            for e in env_ids:
+                slot[e] = pending.popleft() if pending else -1
+                if slot[e] >= 0:
+                    step[e], errors[e], first_success[e] = 0, collections.defaultdict(list), None
+                    started.append(e)
+            if started:
+                state = _stack_states([demos[slot[e]].initial_state for e in started],
+                                      lambda a: torch.from_numpy(a).to(env.device))
+                env.reset_to(state, env_ids=torch.tensor(started, device=env.device), is_relative=True)
+
+        env.reset()
+        start(range(n))
+        while any(s >= 0 for s in slot):
+            active = [e for e in range(n) if slot[e] >= 0]
+            q = robot.data.joint_pos.torch.cpu().numpy()
+            cube = object_position_in_robot_root_frame(env).cpu().numpy()
+            jac_v = self._ik._compute_frame_jacobian()[:, :3].cpu().numpy()
+            for e in active:
+                demo, t = demos[slot[e]], step[e]
+                if t >= len(demo.actions):  # holding the last action (hold_steps): nothing recorded to compare
+                    continue
+                if demo.object_position is not None:
+                    errors[e]["cube"].append(float(np.linalg.norm(cube[e] - demo.object_position[t])))
+                if demo.joint_pos is not None:
+                    dq = demo.joint_pos[t] - q[e]
+                    errors[e]["joints"].append(float(np.abs(dq).max()))
+                    errors[e]["ee"].append(float(np.linalg.norm(jac_v[e] @ dq[arm_ids])))
+                actions[e] = torch.from_numpy(demo.actions[t])
+            env.step(actions)
+            self.env_steps += len(active)
+            success = self.success_term.func(env, **self.success_term.params).cpu().numpy()
+            ended = []
+            for e in active:
+                step[e] += 1
+                if success[e] and first_success[e] is None:
+                    first_success[e] = step[e]
+                length = len(demos[slot[e]].actions)
+                if step[e] >= length and (first_success[e] is not None or step[e] >= length + self.hold_steps):
+                    results[slot[e]] = self._result(demos[slot[e]], first_success[e], errors[e])
+                    if on_done is not None:
+                        on_done(results[slot[e]])
+                    ended.append(e)
+            start(ended)
+        self.seconds = time.perf_counter() - clock
+        return results
+
+    @staticmethod
+    def _result(demo: Demo, success_step: int | None, errors: dict[str, list[float]]) -> DemoReplay:
+        def stat(key: str, fn) -> float | None:
+            return float(fn(errors[key])) if errors.get(key) else None
+
+        return DemoReplay(
+            name=demo.name, steps=len(demo.actions), recorded_success=demo.success, success_step=success_step,
+            cube_error_final=stat("cube", lambda v: v[-1]), cube_error_mean=stat("cube", np.mean),
+            cube_error_max=stat("cube", np.max), joint_deviation_max=stat("joints", np.max),
+            ee_deviation_max=stat("ee", np.max),
+        )
+
+
+def replay_demos(demos: Sequence[Demo], task: str, device: str = "cpu", num_envs: int = 1,
+                 overrides: Sequence[str] = (), on_done: Callable[[DemoReplay], None] | None = None,
+                 hold_steps: int = 0) -> tuple[list[DemoReplay], DemoReplayer]:
+    """Build the replay env of ``task`` (see :func:`replay_task`) with at most ``num_envs`` envs and replay
+    ``demos`` in it; the results, in the order of ``demos``, and the replayer (its timing)."""
+    from l2 import sim
+
+    env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides)
+    with sim.make_env(env_cfg, task) as env:
+        replayer = DemoReplayer(env, success, hold_steps)
+        return replayer.replay(demos, on_done), replayer
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def _episodes(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of demo indices: {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of demo indices: {text!r}")
+    return values
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-rate must be in [0, 1], got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = cli.runner_parser(__doc__)
+    parser.add_argument("file", help="L2 HDF5 file (scripted, teleop or RL demos)")
+    parser.add_argument("--episodes", type=_episodes, default=None, metavar="I,J,...",
+                        help="demo indices to replay, e.g. 0,3,7 (default: every demo)")
+    parser.add_argument("--min-rate", type=_rate, default=DEFAULT_MIN_RATE,
+                        help="exit 1 when fewer than this share of the recorded successes reproduce "
+                             "(default: %(default)s)")
+    parser.add_argument("--hold-steps", type=int, default=DEFAULT_HOLD_STEPS,
+                        help="steps a demo's last action is held when its success has not fired by then: a demo "
+                             "ends on the step its success fired, which a replay can reach a step late "
+                             "(default: %(default)s; 0: strict)")
+    group = parser.add_argument_group("simulation")
+    group.add_argument("--num_envs", type=int, default=4, help="demos replayed at once, one per env "
+                       "(default: %(default)s)")
+    group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    group.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                       help="Isaac Lab cfg overrides and presets (presets=no_cameras is always added)")
+    args = parser.parse_args(argv)
+    if args.num_envs < 1:
+        parser.error("--num_envs must be at least 1")
+    if args.hold_steps < 0:
+        parser.error("--hold-steps must be at least 0")
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    try:
+        env_name, task, demos = read_demos(args.file, args.episodes)
+    except ReplayError as exc:
+        cli.fail(str(exc))
+    if not demos:
+        cli.fail(f"{args.file}:/{schema.DATA_GROUP}: no demos to replay")
+    print(f"replaying {len(demos)} demo(s) of {env_name} in {task} ({args.device}, "
+          f"{min(args.num_envs, len(demos))} envs)", flush=True)
+    start = time.perf_counter()
+    with tqdm(total=len(demos), unit="demo", desc="replay", dynamic_ncols=True, mininterval=0.5) as bar:
+        def done(result: DemoReplay) -> None:
+            bar.write(result.line())
+            bar.update(1)
+
+        results, replayer = replay_demos(demos, task, args.device, args.num_envs, args.overrides, done,
+                                         args.hold_steps)
+    seconds = time.perf_counter() - start
+    recorded = [r for r in results if r.recorded_success]
+    reproduced = sum(r.reproduced for r in recorded)
+    late = sum(r.reproduced and r.success_step > r.steps for r in recorded)
+    rate = reproduced / len(recorded) if recorded else None
+    worst = [r.cube_error_final for r in recorded if r.cube_error_final is not None]
+    ee = [r.ee_deviation_max for r in recorded if r.ee_deviation_max is not None]
+    cli.print_summary([
+        ("reproduced", f"{reproduced}/{len(recorded)} recorded successes"
+                       + (f" ({100 * rate:.1f} %, minimum {100 * args.min_rate:.0f} %)" if recorded else "")
+                       + (f"; {late} of them only after the demo's end (--hold-steps {args.hold_steps})"
+                          if late else "")),
+        ("failures replayed", f"{sum(r.reproduced for r in results if not r.recorded_success)}/"
+                              f"{len(results) - len(recorded)} lifted"),
+        ("cube final error", f"median {1000 * np.median(worst):.1f} mm, max {1000 * max(worst):.1f} mm"
+                             if worst else "n/a (no obs/object_position)"),
+        ("ee deviation", f"median of maxima {1000 * np.median(ee):.1f} mm, max {1000 * max(ee):.1f} mm"
+                         if ee else "n/a (no obs/joint_pos)"),
+        ("file", f"{args.file} ({env_name}, replayed in {task})"),
+        ("wall time", f"{seconds:.1f} s: env built in {seconds - replayer.seconds:.1f} s, replay "
+                      f"{replayer.seconds:.1f} s ({replayer.env_steps / max(replayer.seconds, 1e-9):.1f} env-steps/s, "
+                      f"{min(args.num_envs, len(demos))} envs, {args.device})"),
+    ])
+    if rate is not None and rate < args.min_rate:
+        print(f"error: {reproduced}/{len(recorded)} recorded successes reproduced, below --min-rate "
+              f"{args.min_rate}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
