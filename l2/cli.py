@@ -10,9 +10,11 @@ from pathlib import Path
 from l2.recording import OnExists, RecordingError
 
 
-def runner_parser(doc: str) -> argparse.ArgumentParser:
-    """A runner's parser: first paragraph of its module docstring as description, its examples as epilog."""
+def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
+    """A runner's parser: first paragraph of its module docstring as description, its examples as epilog;
+    ``prog`` names a module run with ``python -m`` (argparse would show its file name)."""
     return argparse.ArgumentParser(
+        prog=prog,
         description=doc.split("\n\n")[0],
         epilog="examples:" + doc.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -244,7 +244,7 @@ class Progress:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from l2 import cli  # not at the top: the Ray workers import this module, and cli imports Isaac Lab
 
-    parser = cli.runner_parser(__doc__)
+    parser = cli.runner_parser(__doc__, "python -m l2.distributed")
     parser.prog = "python -m l2.distributed"
     parser.add_argument("--source", required=True, choices=sorted(COLLECTORS), help="which collector the workers run")
     parser.add_argument("--num_demos", type=int, required=True, help="successful demos in total, over all shards")

@@ -334,7 +334,7 @@ def _rate(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = cli.runner_parser(__doc__)
+    parser = cli.runner_parser(__doc__, "python -m l2.replay")
     parser.add_argument("file", help="L2 HDF5 file (scripted, teleop or RL demos)")
     parser.add_argument("--episodes", type=_episodes, default=None, metavar="I,J,...",
                         help="demo indices to replay, e.g. 0,3,7 (default: every demo)")

@@ -35,7 +35,7 @@ DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = cli.runner_parser(__doc__)
+    parser = cli.runner_parser(__doc__, "python -m l2.mimic")
     parser.prog = "python -m l2.mimic"
     parser.add_argument("--input", required=True, help="L2 HDF5 file holding the source demo(s)")
     parser.add_argument(
