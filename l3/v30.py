@@ -114,7 +114,8 @@ def run_converter(stage: Path, fields: Path, python: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="l3-lerobot-") as hf:
         env = {**os.environ, "HF_HOME": hf, "HF_LEROBOT_HOME": f"{hf}/lerobot", "HF_HUB_OFFLINE": "1",
                "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": "", "TQDM_DISABLE": "1"}
-        r = subprocess.run([python, str(JOB), str(stage), str(fields)], capture_output=True, text=True, env=env)
+        # -P: the script's folder (l3/, whose inspect.py would shadow the standard library's) stays off sys.path
+        r = subprocess.run([python, "-P", str(JOB), str(stage), str(fields)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tail = "\n".join(r.stderr.strip().splitlines()[-15:])
         raise OutputInvalid(f"LeRobot's v2.1 -> v3.0 converter ({python}) failed:\n{tail}")
