@@ -27,7 +27,7 @@ from tqdm import tqdm
 from l2 import schema
 from l2.validate import LIFT_ACTION_DIM, _action_dim, describe_obs_layout, obs_layout, validate_file
 
-ATTR_SOURCE = "source"
+ATTR_SOURCE = schema.ATTR_SOURCE
 """Per-demo attribute written by the merge: the L2 source tag of the file the demo came from."""
 ATTR_SOURCE_FILE = "source_file"
 """Per-demo attribute written by the merge: the base name of the file the demo came from."""
@@ -176,10 +176,6 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
         bar.close()
     notices = [f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.split on the merged "
                "file" for f in files if f.has_masks]
-    tags, out_tag = sorted({f.source for f in files}), schema.source_from_filename(output.name)
-    if tags != [out_tag]:
-        notices.append(f"L3 tags every demo of {output.name} as '{out_tag}' (from its file name) while the inputs "
-                       f"are {', '.join(tags)}; each demo keeps its own in its '{ATTR_SOURCE}' attribute")
     return {"output": str(output), "demos": sum(n for _, n, _ in per_input), "samples": total,
             "inputs": per_input, "env_name": env_args.get("env_name"), "notices": notices}
 

@@ -45,6 +45,8 @@ LIFT_OBS_TERMS = ("joint_pos", "joint_vel", "object_position", "target_object_po
 LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 """Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 
+ATTR_SOURCE = "source"
+"""Per-demo source tag (``l2.merge`` writes it); L3 tags the demo with it instead of the file name's."""
 SOURCES = ("scripted", "rl", "teleop", "mimic")
 UNKNOWN_SOURCE = "unknown"
 

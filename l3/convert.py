@@ -110,7 +110,7 @@ def _nothing_left(summary: Summary, other_sources: dict[str, int], low_score: in
     if bad:
         parts.append(f"{bad} skipped as bad input")
     if other_sources:
-        tags = ", ".join(f"{tag} ({n} file(s))" for tag, n in sorted(other_sources.items()))
+        tags = ", ".join(f"{tag} ({n} episode(s))" for tag, n in sorted(other_sources.items()))
         parts.append(f"left out by --sources: {tags}")
     return "no episodes to convert: " + "; ".join(parts)
 
@@ -146,13 +146,13 @@ def parse_source_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
-def source_of(file: str, overrides: list[tuple[str, str]], inp: l3_inputs.Input) -> str | None:
-    """The --source override matching ``file``; else what the file name says (L2 prefixes), or None (the
-    reader's tag from the scan)."""
+def source_override(file: str, overrides: list[tuple[str, str]]) -> str | None:
+    """The --source override matching ``file``, or None (the reader tags the episodes: an L2 demo's own
+    ``source`` attribute, else the file name's prefix; real-robot readers their own tag)."""
     for name, pattern in overrides:
         if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(os.path.basename(file), pattern):
             return name
-    return inp.reader.source_from_name(file)
+    return None
 
 
 # --------------------------------------------------------------------------- workers
@@ -256,7 +256,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     # 1. scan attributes (readers) and filter
     candidates: list[EpisodeRef] = []
     low_score = 0
-    other_sources: dict[str, int] = {}  # source tag -> files left out by --sources
+    other_sources: dict[str, int] = {}  # source tag -> episodes left out by --sources
     for file in resolve_inputs(inputs):
         try:
             inp = l3_inputs.Input(file, input_format)
@@ -264,26 +264,33 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             skip(e, summary.per_source.setdefault("unknown", SourceCount()))
             continue
         with inp:
-            src = source_of(file, overrides, inp)
-            if wanted is not None and src is not None and src not in wanted:
-                other_sources[src] = other_sources.get(src, 0) + 1
-                continue
+            override = source_override(file, overrides)
             try:
-                scan = inp.scan(src, filter_key)
+                scan = inp.scan(override, filter_key)
             except InputError as e:
-                count = summary.per_source.setdefault(src or inp.format, SourceCount())
+                tag = override or inp.reader.source_from_name(file) or inp.format
+                if wanted is not None and tag not in wanted:
+                    continue  # a broken file that --sources leaves out anyway
+                count = summary.per_source.setdefault(tag, SourceCount())
                 count.files += 1
                 skip(e, count)
                 continue
-        if wanted is not None and scan.source not in wanted:
-            other_sources[scan.source] = other_sources.get(scan.source, 0) + 1
-            continue
-        count = summary.per_source.setdefault(scan.source, SourceCount())
-        count.files += 1
-        for e in scan.errors:
-            skip(e, count)
-        count.episodes += len(scan.refs) + len(scan.errors)
+        # --sources filters episodes: a merged L2 file holds demos of several sources
+        refs = scan.refs if wanted is None else [ref for ref in scan.refs if ref.source in wanted]
         for ref in scan.refs:
+            if wanted is not None and ref.source not in wanted:
+                other_sources[ref.source] = other_sources.get(ref.source, 0) + 1
+        if not refs and wanted is not None and scan.source not in wanted:
+            continue
+        tags = dict.fromkeys(([scan.source] if scan.errors or not refs else []) + [ref.source for ref in refs])
+        for tag in tags:
+            summary.per_source.setdefault(tag, SourceCount()).files += 1
+        for e in scan.errors:
+            summary.per_source[scan.source].episodes += 1
+            skip(e, summary.per_source[scan.source])
+        for ref in refs:
+            count = summary.per_source[ref.source]
+            count.episodes += 1
             if min_score is not None and ref.below(min_score):
                 low_score += 1
             elif success_only and not ref.success:
@@ -445,7 +452,7 @@ def print_config(args: argparse.Namespace) -> int:
         m, origin = load_mapping(args.config), args.config
     else:
         with l3_inputs.Input(files[0], args.input_format) as inp:
-            scan = inp.scan(source_of(files[0], parse_source_overrides(args.source), inp))
+            scan = inp.scan(source_override(files[0], parse_source_overrides(args.source)))
         if not scan.refs:
             raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
         ref = scan.refs[0]

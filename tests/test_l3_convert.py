@@ -357,5 +357,5 @@ def test_when_filters_leave_nothing_the_message_says_what_was_dropped_and_how_to
     assert main([str(a), str(b), "--sources", "scripted", "-o", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: no episodes to convert: read 3 episode(s) in 1 file(s); 3 dropped as failed "
-        "(--include-failed keeps them); left out by --sources: teleop (1 file(s))")
+        "(--include-failed keeps them); left out by --sources: teleop (2 episode(s))")
     assert not (tmp_path / "o").exists()

@@ -69,8 +69,7 @@ def test_merge_renumbers_sums_total_and_copies_everything_exactly(tmp_path):
     out = tmp_path / "merged.hdf5"
     summary = l2_merge.merge([a, b], out)
     assert summary["demos"] == 13
-    assert summary["notices"] == ["L3 tags every demo of merged.hdf5 as 'unknown' (from its file name) while the "
-                                  "inputs are scripted, teleop; each demo keeps its own in its 'source' attribute"]
+    assert summary["notices"] == []
 
     report = validate_file(out, expect_obs=("table_cam", "wrist_cam"))
     assert report.ok, report.violations
@@ -161,7 +160,6 @@ def test_merge_refuses_other_tasks_layouts_and_existing_output_in_one_line(tmp_p
     assert rc == 2 and "--overwrite" in text and out.read_bytes() == before
     rc, text = run_merge(str(a), "-o", str(out), "--overwrite")
     assert rc == 0, text
-    assert "notice: L3 tags every demo of out.hdf5 as 'unknown'" in text
     assert validate_file(out).episodes == 2
 
 
@@ -210,6 +208,30 @@ def test_l3_converts_only_a_filter_key(tmp_path):
         convert([str(a)], tmp_path / "out2", config=cfg, filter_key="test", log=lambda m: None)
     assert str(e.value).startswith(f"{a}:/mask/test: missing filter key")
     assert not (tmp_path / "out2").exists()
+
+
+def test_l3_tags_each_merged_demo_with_its_own_source(tmp_path):
+    """A merged file of scripted and teleop demos converts with each episode tagged by its source attribute
+    (not the merged file's name); --sources filters those episodes, and --source NAME=GLOB still overrides."""
+    a = l2_file(tmp_path / "scripted_a.hdf5", 3, seed=1, camera=False)
+    b = l2_file(tmp_path / "teleop_b.hdf5", 2, seed=2, camera=False, env_name="L2-Lift-Cube-Franka-IK-Abs-Teleop")
+    merged = tmp_path / "merged_lift_cube.hdf5"
+    l2_merge.merge([a, b], merged, env_name="L2-Lift-Cube-Franka-IK-Abs")
+    cfg = state_only_config(tmp_path, REPO / "config/lift_cube.yaml")
+
+    def sources(out: Path, **kw) -> list[str]:
+        convert([str(merged)], out, config=cfg, success_only=False, log=lambda m: None, **kw)
+        return [json.loads(line)["source"] for line in (out / "meta/episodes.jsonl").read_text().splitlines()]
+
+    assert sources(tmp_path / "all") == ["scripted"] * 3 + ["teleop"] * 2
+    assert sources(tmp_path / "teleop", sources=["teleop"]) == ["teleop"] * 2
+    assert sources(tmp_path / "over", source_overrides=["sim=merged_*"]) == ["sim"] * 5
+
+    with h5py.File(merged, "a") as f:
+        f["data/demo_1"].attrs["source"] = "../x"
+    with pytest.raises(InputError) as e:
+        convert([str(merged)], tmp_path / "bad", config=cfg, log=lambda m: None)
+    assert str(e.value).startswith(f"{merged}:/data/demo_1.attrs[source]: unsafe source tag '../x'"), str(e.value)
 
 
 # --------------------------------------------------------------------------------------------- robomimic

@@ -31,6 +31,7 @@ from l3.readers.common import (
     OneFileCache,
     Terms,
     attr_text,
+    check_name,
     open_hdf5,
     read_all_frames,
     read_float,
@@ -62,6 +63,18 @@ class L2Ref(EpisodeRef):
 _MISSING = object()
 _INT64_T = h5py.h5t.py_create(np.dtype(np.int64))
 _BOOL_T = h5py.h5t.py_create(np.dtype(bool))  # h5py's FALSE/TRUE enum
+
+
+def _demo_source(file: str, where: str, raw) -> str | None:
+    """A demo's ``source`` attribute (written by ``l2.merge``) as a tag, None when absent."""
+    if raw is _MISSING:
+        return None
+    path = f"{where}.attrs[{schema.ATTR_SOURCE}]"
+    try:
+        text = attr_text(raw)
+    except UnicodeDecodeError:
+        raise InputError(file, path, "source tag is not valid UTF-8") from None
+    return check_name(file, path, text, what="source tag")
 
 
 def _attr(gid, name: str):
@@ -125,7 +138,8 @@ class L2Reader:
 
     def scan(self, file: str, source: str | None, f: h5py.File | None = None,
              filter_key: str | None = None) -> FileScan:
-        """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: the file name's tag;
+        """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: each demo's own
+        ``source`` attribute (files made by ``l2.merge``), else the file name's tag;
         ``filter_key``: only the demos that robomimic's filter key ``mask/<filter_key>`` lists (``l2.split``)."""
         if f is None:
             with open_hdf5(file) as f:
@@ -178,12 +192,17 @@ class L2Reader:
                 if n <= 0:
                     scan.errors.append(InputError(file, where, f"{schema.ATTR_NUM_SAMPLES} is {n}, expected >= 1"))
                     continue
+                try:
+                    demo_source = source or _demo_source(file, where, _attr(gid, schema.ATTR_SOURCE)) or scan.source
+                except InputError as e:
+                    scan.errors.append(e)
+                    continue
                 seed = _attr(gid, schema.ATTR_SEED)
                 attrs = ((schema.ATTR_NUM_SAMPLES, raw_n), (schema.ATTR_SUCCESS, raw_success))
                 if seed is not _MISSING:
                     attrs += ((schema.ATTR_SEED, seed),)
                 scan.refs.append(L2Ref(
-                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=scan.source,
+                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=demo_source,
                     legacy=legacy, env_name=env_name, rate=rate,
                     seed=None if seed is _MISSING else int(seed), attrs=attrs))
         return scan
