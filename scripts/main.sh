@@ -57,6 +57,10 @@ echo "== 1c/5 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/
 echo "== 2/5 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"
 
+echo "== 2b/5 replay this run's scripted demos from their initial states (do their successes reproduce?)"
+n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
+"$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}"
+
 echo "== 3/5 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
 "$PY" l3/convert.py data/demos --config config/lift_cube.yaml --output "$GR00T" --overwrite
 
