@@ -6,8 +6,8 @@
 # The venv lives outside the repository, in
 #   ${L2L3_CACHE:-$HOME/.cache/l2l3}/venvs/<NAME>-<hash of the pinned requirements>
 # and is reused when its marker file exists and the import check still passes; a half-built one is
-# removed and built again, and once a new one is built the venvs of earlier pins of NAME are removed. Every caller pins the same torch, so pip's wheel cache downloads the
-# (large, CUDA) torch wheels only once.
+# removed and built again; once a new one is built, the venvs of earlier pins of NAME are removed.
+# Every caller pins the same torch, so pip's wheel cache downloads the (large, CUDA) torch wheels once.
 # Python: $TEST_VENV_PYTHON (or the older $LEROBOT_PYTHON), else one of TEST_VENV_PYTHONS (default 3.12,
 # 3.11; a caller may narrow it) on PATH, else from pyenv. The last line of stdout is the venv's python;
 # everything else goes to stderr. With TEST_VENV_CHECK_ONLY=1 nothing is built: the python is printed
