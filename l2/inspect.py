@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,21 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.episodes < 1 or args.frames < 1:
         p.error("--episodes and --frames must be >= 1")
-    started = time.perf_counter()
-    error = report.check_output(args.output, args.overwrite)
     missing = next((f for f in args.files if not Path(f).is_file()), None)
-    if missing:
-        error = f"{missing}: no such file"
-    if error is None:
-        try:
-            builder = build(args.files, args.episodes, args.frames, progress=not args.quiet)
-        except InspectError as exc:
-            error = str(exc)
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(report.finish(builder, args.output, started))
-    return 0
+    return report.run(args.output, args.overwrite,
+                      lambda: build(args.files, args.episodes, args.frames, progress=not args.quiet),
+                      f"{missing}: no such file" if missing else None)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ import base64
 import html
 import io
 import os
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -412,6 +413,26 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> str | None:
     if Path(path).is_dir():
         return f"{path}: is a directory"
     return None
+
+
+def run(output: str | os.PathLike, overwrite: bool, build: Callable[[], ReportBuilder],
+        error: str | None = None) -> int:
+    """The inspect CLIs' common end: refuse a bad input (``error``) or output in one line (exit 2), else
+    build the page (its InspectError also one line), write it and print the summary line (exit 0)."""
+    import time
+
+    started = time.perf_counter()
+    error = error or check_output(output, overwrite)
+    if error is None:
+        try:
+            builder = build()
+        except InspectError as exc:
+            error = str(exc)
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(finish(builder, output, started))
+    return 0
 
 
 def finish(builder: ReportBuilder, output: str | os.PathLike, started: float) -> str:

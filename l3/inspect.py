@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -232,19 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.episodes < 1 or args.frames < 1:
         p.error("--episodes and --frames must be >= 1")
-    started = time.perf_counter()
-    error = report.check_output(args.output, args.overwrite)
-    if error is None:
-        try:
-            builder = build(args.dataset, args.episodes, args.frames, args.cube_xy, args.ee_xy,
-                            validate=not args.no_validate, progress=not args.quiet)
-        except InspectError as exc:
-            error = str(exc)
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(report.finish(builder, args.output, started))
-    return 0
+    return report.run(args.output, args.overwrite,
+                      lambda: build(args.dataset, args.episodes, args.frames, args.cube_xy, args.ee_xy,
+                                    validate=not args.no_validate, progress=not args.quiet))
 
 
 if __name__ == "__main__":
