@@ -44,10 +44,12 @@ class RecordingError(RuntimeError):
 class L2DatasetFileHandler(HDF5DatasetFileHandler):
     """Isaac Lab's HDF5 handler with a policy for existing files and an optional success quota."""
 
-    def __init__(self, on_exists: OnExists = "refuse", max_successes: int | None = None):
+    def __init__(self, on_exists: OnExists = "refuse", max_successes: int | None = None, source: str | None = None):
         super().__init__()
         self.on_exists = on_exists
         self.max_successes = max_successes
+        self.source = source
+        """Written as each demo's ``source`` attribute (which L3 tags the episode with), when given."""
         self.successes_written = 0
         self.file_path: str | None = None
         self._layout_checked = False
@@ -129,6 +131,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 super().add_env_args(self._pending_env_args)
             super().write_episode(episode, demo_id, compression)
             demo = data[name]
+            if self.source is not None:
+                demo.attrs[schema.ATTR_SOURCE] = self.source
             for path, frames in streamed.items():
                 samples = int(demo.attrs[schema.ATTR_NUM_SAMPLES])
                 if frames.shape[0] != samples:
@@ -177,6 +181,32 @@ class EpisodeSeedRecorderCfg(RecorderTermCfg):
     class_type: type = EpisodeSeedRecorder
 
 
+class EpisodeGateRecorder(RecorderTerm):
+    """Drops, instead of exporting, the episodes of envs whose ``counted`` flag is off: an evaluation counts a
+    fixed set of episodes, and what an env runs after its counted episode ended is never written."""
+
+    def __init__(self, cfg: RecorderTermCfg, env: ManagerBasedEnv):
+        import torch
+
+        super().__init__(cfg, env)
+        self.counted = torch.zeros(env.num_envs, dtype=torch.bool)
+        """Set by the evaluation for the envs running a counted episode; off until then (the resets that build
+        the env and its wrappers export nothing)."""
+
+    def record_pre_reset(self, env_ids: Sequence[int] | None):
+        # Runs after the other terms' pre-reset (it is the last term), before Isaac Lab exports: an emptied
+        # episode is skipped by the export, and its streamed frames are released by the reset that follows.
+        for env_id in range(self._env.num_envs) if env_ids is None else env_ids:
+            if not self.counted[int(env_id)]:
+                self._env.recorder_manager.get_episode(int(env_id)).data = {}
+        return None, None
+
+
+@configclass
+class EpisodeGateRecorderCfg(RecorderTermCfg):
+    class_type: type = EpisodeGateRecorder
+
+
 @configclass
 class L2RecorderManagerCfg(RecorderManagerBaseCfg):
     """What every L2 file holds: ``initial_state`` (for replay), ``actions``, ``obs/<term>`` of the policy
@@ -197,8 +227,10 @@ def configure_recording(
     keep_failed: bool = False,
     max_successes: int | None = None,
     recorders: RecorderManagerBaseCfg | None = None,
+    source: str | None = None,
 ) -> Path:
-    """Point the env's RecorderManager at ``output`` (``<name>_failed.hdf5`` beside it with ``keep_failed``).
+    """Point the env's RecorderManager at ``output`` (``<name>_failed.hdf5`` beside it with ``keep_failed``),
+    tagging each demo with ``source`` when given.
 
     Refuses an existing output (and failed file) up front unless ``on_exists`` says otherwise, so a
     user's dataset is never truncated by accident. Returns the output path.
@@ -219,7 +251,7 @@ def configure_recording(
         else DatasetExportMode.EXPORT_SUCCEEDED_ONLY
     )
     cfg.dataset_file_handler_class_type = functools.partial(
-        L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes
+        L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes, source=source
     )
     env_cfg.recorders = cfg
     env_cfg.env_name = task  # RecorderManager writes it into data.attrs["env_args"]

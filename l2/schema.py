@@ -47,7 +47,8 @@ LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 
 ATTR_SOURCE = "source"
 """Per-demo source tag (``l2.merge`` writes it); L3 tags the demo with it instead of the file name's."""
-SOURCES = ("scripted", "rl", "teleop", "mimic")
+SOURCES = ("scripted", "rl", "teleop", "mimic", "policy")
+"""``policy``: closed-loop evaluation rollouts of a trained policy (``python -m l2.evaluate --record``)."""
 UNKNOWN_SOURCE = "unknown"
 
 
@@ -77,7 +78,8 @@ SHARD_PREFIX = "shard_"
 
 
 def source_from_filename(filename: str) -> str:
-    """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``, ``mimic_``; else ``unknown``."""
+    """Source tag from an L2 file name prefix: ``scripted_``, ``rl_``, ``teleop_``, ``mimic_``, ``policy_``; else
+    ``unknown``."""
     base = filename.rsplit("/", 1)[-1]
     for source in SOURCES:
         if base.startswith(source + "_"):

@@ -14,10 +14,11 @@ if TYPE_CHECKING:
 DEFAULT_TASK = "L2-Lift-Cube-Franka-IK-Abs"
 
 
-def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str = DEFAULT_TASK) -> None:
+def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str | None = DEFAULT_TASK,
+                 task_help: str = "gym id of the task (default: %(default)s)") -> None:
     """Isaac Lab's usual flags, plus Hydra-style ``key=value`` overrides (e.g. ``physics=physx``)."""
     group = parser.add_argument_group("simulation")
-    group.add_argument("--task", default=task, help="gym id of the task (default: %(default)s)")
+    group.add_argument("--task", default=task, help=task_help)
     group.add_argument("--num_envs", type=int, default=num_envs, help="parallel envs (default: %(default)s)")
     group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
     group.add_argument(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from l3.errors import ConfigError
@@ -66,6 +67,26 @@ class Slice:
         if self.zeros is not None:
             return self.zeros
         return len(range(source_dim)[slice(self.start, self.end)])
+
+    def take(self, source: np.ndarray, stored_order: str = "xyzw") -> np.ndarray:
+        """This key's columns of ``source`` (T, D), its quaternion reordered from ``stored_order`` (what the
+        input stores) to :attr:`quaternion_order` (what the dataset holds). Inverse: :meth:`put`."""
+        a = source[:, self.start:self.end]
+        if self.quaternion and stored_order != self.quaternion_order:
+            a = a.copy()
+            q0 = self.quaternion[0]
+            a[:, q0:q0 + 4] = a[:, [q0 + stored_order.index(c) for c in self.quaternion_order]]
+        return np.ascontiguousarray(a)
+
+    def put(self, values: np.ndarray, target: np.ndarray, stored_order: str = "xyzw") -> None:
+        """Write this key's ``values`` (..., width) back into its columns of ``target`` (..., D), the inverse of
+        :meth:`take`: what a policy answers for the key becomes the input's (the env's) columns again."""
+        values = np.asarray(values)
+        if self.quaternion and stored_order != self.quaternion_order:
+            values = values.copy()
+            q0 = self.quaternion[0]
+            values[..., q0:q0 + 4] = values[..., [q0 + self.quaternion_order.index(c) for c in stored_order]]
+        target[..., self.start:self.end] = values
 
 
 @dataclass(frozen=True)

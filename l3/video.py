@@ -78,3 +78,52 @@ def psnr(reference: np.ndarray, decoded: np.ndarray) -> np.ndarray:
     mse = np.mean(diff * diff, axis=tuple(range(1, diff.ndim)))
     with np.errstate(divide="ignore"):
         return 10.0 * np.log10(255.0**2 / mse)
+
+
+class BackgroundEncoder:
+    """Encode frames into one MP4 as they come (one at a time, from a simulation loop), in a thread of its own:
+    x264 runs beside the caller, and only a few frames are held in memory."""
+
+    def __init__(self, path: str | Path, fps: int, opts: VideoOptions, max_pending: int = 8):
+        import queue
+        import threading
+
+        self.path = Path(path)
+        self.frames = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
+        self._error: BaseException | None = None
+
+        def frames():
+            while (chunk := self._queue.get()) is not None:
+                yield chunk
+
+        def run() -> None:
+            try:
+                self.frames = encode(self.path, frames(), fps, opts)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by close() in the caller's thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name=f"encode-{self.path.name}", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> None:
+        import queue
+
+        while self._thread.is_alive():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def add(self, frame: np.ndarray) -> None:
+        """Queue one (H, W, 3) uint8 RGB frame (dropped once the encoder has failed: :meth:`close` says why)."""
+        self._put(np.ascontiguousarray(frame)[None])
+
+    def close(self) -> int:
+        """Finish the file; the number of frames written."""
+        self._put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.frames

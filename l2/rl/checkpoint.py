@@ -79,6 +79,28 @@ def check_layout(path: str | Path, checkpoint: dict, env: ManagerBasedRLEnv) -> 
         raise LayoutError(f"{path}: checkpoint was trained on {describe(have)}; the env has {describe(want)}")
 
 
+def load(path: str | Path, device: str) -> dict:
+    """An rsl_rl checkpoint file's contents; :class:`LayoutError` when there is no such file."""
+    import torch
+
+    if not Path(path).is_file():
+        raise LayoutError(f"{path}: no such checkpoint")
+    return torch.load(path, map_location=device, weights_only=False)
+
+
+def inference_policy(env: ManagerBasedRLEnv, path: str | Path, checkpoint: dict, agent_cfg):
+    """``(vec_env, policy)``: rsl_rl's wrapper of ``env`` and the checkpoint's deterministic actor, which maps
+    the env's observation groups (a TensorDict) to actions. Raises :class:`LayoutError` when the checkpoint
+    was trained on another observation or action layout than the env's."""
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
+
+    vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
+    runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
+    check_layout(path, checkpoint, env)
+    runner.alg.load(checkpoint, load_cfg={"actor": True}, strict=True)
+    return vec_env, runner.get_inference_policy(device=env.device)
+
+
 def export(source: Path, target: Path) -> Path:
     """Copy a run's checkpoint (actor, critic and infos only) and the run's cfgs into ``target``."""
     import torch

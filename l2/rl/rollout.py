@@ -41,30 +41,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def rollout(args: argparse.Namespace) -> int:
     import torch
-    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
 
     from l2 import collect
-    from l2.rl.checkpoint import SHIPPED_MODEL, LayoutError, check_layout
+    from l2.rl import checkpoint as ckpt
     from l2.rl.recorders import RLRecorderManagerCfg
 
-    checkpoint_path = Path(args.checkpoint or SHIPPED_MODEL)
-    if not checkpoint_path.is_file():
-        cli.fail(f"{checkpoint_path}: no such checkpoint")
-    checkpoint = torch.load(checkpoint_path, map_location=args.device, weights_only=False)
+    checkpoint_path = Path(args.checkpoint or ckpt.SHIPPED_MODEL)
+    try:
+        checkpoint = ckpt.load(checkpoint_path, args.device)
+    except ckpt.LayoutError as exc:
+        cli.fail(str(exc))
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
     agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
     num_demos, max_attempts = cli.attempt_limits(args)
     output = cli.record_to(env_cfg, args, max_successes=num_demos, recorders=RLRecorderManagerCfg())
 
     with sim.make_env(env_cfg, args.task) as env:
-        vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
-        runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
         try:
-            check_layout(checkpoint_path, checkpoint, env)
-        except LayoutError as exc:
+            vec_env, policy = ckpt.inference_policy(env, checkpoint_path, checkpoint, agent_cfg)
+        except ckpt.LayoutError as exc:
             cli.fail(str(exc))
-        runner.alg.load(checkpoint, load_cfg={"actor": True}, strict=True)
-        policy = runner.get_inference_policy(device=env.device)
         obs = vec_env.get_observations()
 
         def step() -> None:

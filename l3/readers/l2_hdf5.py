@@ -315,14 +315,10 @@ class L2Reader:
                     v = violations[0]
                     raise InputError(v.file, v.path, v.message)
 
+        stored = "wxyz" if ref.legacy else "xyzw"  # legacy files store quaternions WXYZ
+
         def take(s) -> np.ndarray:
-            a = arrays[s.source][:, s.start:s.end]
-            stored = "wxyz" if ref.legacy else "xyzw"  # legacy files store quaternions WXYZ
-            if s.quaternion and stored != s.quaternion_order:
-                a = a.copy()
-                q0 = s.quaternion[0]
-                a[:, q0:q0 + 4] = a[:, [q0 + stored.index(c) for c in s.quaternion_order]]
-            return np.ascontiguousarray(a)
+            return s.take(arrays[s.source], stored)
 
         if check_frames:
             read_all_frames(cameras)

@@ -1,0 +1,104 @@
+"""Serve a policy over Isaac-GR00T's policy-server protocol (ZeroMQ + msgpack), for ``python -m l2.evaluate``.
+
+``replay DATASET`` serves a GR00T LeRobot dataset's recorded actions (the test double of a GR00T server, and
+a way to check a dataset end to end in the task). No Isaac Lab import: it runs in any venv with numpy,
+pyarrow, h5py, PyYAML, pyzmq and msgpack. Stop it with Ctrl-C or a ``kill`` request.
+
+Examples::
+
+    python -m l2.serve replay outputs/lift_cube_gr00t --port 5555
+    python -m l2.evaluate --policy server:localhost:5555 --reset-from data/demos/scripted_lift_cube.hdf5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "lift_cube.yaml"
+
+
+class ServeError(RuntimeError):
+    """A policy that cannot be served, in one line."""
+
+
+def _replay(args: argparse.Namespace):
+    from l2.policy.replay import DatasetError, DatasetReplayPolicy
+    from l3.errors import ConfigError
+    from l3.mapping import load_mapping
+
+    try:
+        mapping = load_mapping(args.config) if args.config else None
+        return DatasetReplayPolicy(args.dataset, mapping, args.horizon, args.execution_horizon,
+                                   where=str(args.config))
+    except (ConfigError, DatasetError) as exc:
+        raise ServeError(str(exc)) from None
+
+
+POLICIES = {"replay": _replay}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m l2.serve", description=__doc__.split("\n\n")[0],
+                                     epilog="examples:" + __doc__.split("Examples::")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    replay = kinds.add_parser("replay", help="a GR00T LeRobot dataset's recorded actions")
+    replay.add_argument("dataset", type=Path, help="GR00T LeRobot dataset folder (l3/convert.py output)")
+    replay.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
+                        help="the mapping config the dataset was converted with; its modality.json must match "
+                             "(default: config/lift_cube.yaml)")
+    replay.add_argument("--horizon", type=int, default=16, help="actions per answer (default: %(default)s)")
+    replay.add_argument("--execution-horizon", type=int, default=None,
+                        help="steps a client applies per answer, when it does not say which step it is at "
+                             "(default: --horizon)")
+    for sub in (replay,):
+        sub.add_argument("--host", default="*", help="interface to bind (default: all)")
+        sub.add_argument("--port", type=int, default=5555, help="TCP port (default: %(default)s, GR00T's)")
+        sub.add_argument("--api-token", default=None, help="refuse requests that do not carry this token")
+        sub.add_argument("--quiet", action="store_true", help="no line per request")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import zmq
+
+    from l2.policy.protocol import PolicyServer
+
+    args = parse_args(argv)
+    try:
+        policy = POLICIES[args.kind](args)
+    except ServeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        server = PolicyServer(policy, args.host, args.port, args.api_token,
+                              on_request=None if args.quiet else _counter())
+    except zmq.ZMQError as exc:
+        print(f"error: cannot listen on tcp://{args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    print(f"serving {args.kind} policy on tcp://{args.host}:{server.port} (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    print("server stopped", flush=True)
+    return 0
+
+
+def _counter():
+    counts: dict[str, int] = {}
+
+    def on_request(endpoint: str) -> None:
+        counts[endpoint] = counts.get(endpoint, 0) + 1
+        if endpoint != "get_action" or counts[endpoint] % 100 == 1:
+            print(f"{endpoint} #{counts[endpoint]}", flush=True)
+
+    return on_request
+
+
+if __name__ == "__main__":
+    sys.exit(main())
