@@ -55,7 +55,7 @@ POLICY_SOURCE = "policy"
 NON_FINITE = "non_finite_action"
 
 
-class EvaluationError(RuntimeError):
+class EvaluationError(sim.OneLineError):
     """A problem to report in one line (exit status 2)."""
 
 
@@ -228,12 +228,17 @@ class Evaluator:
         terms = getattr(env.recorder_manager, "_terms", {})
         self.gate = next((t for t in terms.values() if isinstance(t, EpisodeGateRecorder)), None)
         self.cameras = list((env.obs_buf.get("cameras") or {}).keys()) if isinstance(env.obs_buf, dict) else []
-        self._started = False
+        self.stop_requested = False
+        """Set from a signal handler: the run stops after the step in progress (the env is never cut mid-step, so
+        a recorded file is never left with half an episode)."""
 
-    def run(self, episodes: int) -> None:
+    def run(self, episodes: int) -> bool:
+        """Run the episodes; False when :attr:`stop_requested` ended the run early."""
         n = self.env.num_envs
         for wave in range(math.ceil(episodes / n)):
-            self._wave(wave, list(range(wave * n, min(episodes, (wave + 1) * n))))
+            if not self._wave(wave, list(range(wave * n, min(episodes, (wave + 1) * n)))):
+                return False
+        return True
 
     def _count(self, env_ids, value: bool) -> None:
         if self.gate is not None:
@@ -253,7 +258,7 @@ class Evaluator:
             env.reset_to(state, env_ids=torch.arange(len(episodes), device=env.device), is_relative=True)
         self._count(slice(0, len(episodes)), True)
 
-    def _wave(self, wave: int, episodes: list[int]) -> None:
+    def _wave(self, wave: int, episodes: list[int]) -> bool:
         import torch
 
         env, report = self.env, self.report
@@ -271,6 +276,8 @@ class Evaluator:
                 self.videos.start(e, episodes[e], self.cameras)
         chunk, k, step = None, 0, 0
         while any(running):
+            if self.stop_requested:
+                return False
             if chunk is None or k >= self._execute(chunk):
                 clock = time.perf_counter()
                 chunk, k = self.actor.chunk(env, step), 0
@@ -304,6 +311,7 @@ class Evaluator:
                     why = next((name for name, values in fired.items() if values[e]), "unknown")
                     self._end(wave, e, episodes[e], step, bool(success[e]), why, running)
                 self._count(ended, False)
+        return True
 
     def _execute(self, chunk: torch.Tensor) -> int:
         """How many actions of a chunk are applied before the next request."""
@@ -489,22 +497,23 @@ def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
             bar.set_postfix(success=f"{report.successes}/{len(report.results)}", refresh=False)
             bar.update(1)
 
+        def stop(signum, frame) -> None:
+            if evaluator.stop_requested:  # asked twice: stop now
+                raise KeyboardInterrupt
+            evaluator.stop_requested = True
+
         evaluator.on_result = on_result
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            evaluator.run(episodes)
-        except KeyboardInterrupt:
-            bar.write("interrupted: the report covers the episodes finished so far")
-            return True
+            finished = evaluator.run(episodes)
         except (ProtocolError, ModalityError) as exc:
             raise EvaluationError(str(exc)) from None
         finally:
-            signal.signal(signal.SIGTERM, previous)
-    return False
-
-
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if not finished:
+            bar.write("interrupted: the report covers the episodes finished so far")
+    return not finished
 
 
 def _finish(args: argparse.Namespace, report: EvaluationReport) -> int:

@@ -29,6 +29,7 @@ from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2 import schema
 from l2.camera_frames import CameraFramesRecorderCfg, SpooledFrames
+from l2.sim import OneLineError
 from l2.validate import describe_obs_layout, obs_layout
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 OnExists = Literal["refuse", "overwrite", "append"]
 
 
-class RecordingError(RuntimeError):
+class RecordingError(OneLineError):
     """A recording problem to report in one line (the runners print it and exit with status 2)."""
 
 

@@ -1,13 +1,17 @@
 """Serve a policy over Isaac-GR00T's policy-server protocol (ZeroMQ + msgpack), for ``python -m l2.evaluate``.
 
 ``replay DATASET`` serves a GR00T LeRobot dataset's recorded actions (the test double of a GR00T server, and
-a way to check a dataset end to end in the task). No Isaac Lab import: it runs in any venv with numpy,
-pyarrow, h5py, PyYAML, pyzmq and msgpack. Stop it with Ctrl-C or a ``kill`` request.
+a way to check a dataset end to end in the task); ``robomimic CKPT`` a robomimic checkpoint (run it with the
+python of robomimic's venv, ``scripts/setup_robomimic.sh`` prints it). No Isaac Lab import: it runs in any
+venv with numpy, pyarrow, h5py, PyYAML, pyzmq and msgpack (and the policy's library). Stop it with Ctrl-C or
+a ``kill`` request.
 
 Examples::
 
     python -m l2.serve replay outputs/lift_cube_gr00t --port 5555
     python -m l2.evaluate --policy server:localhost:5555 --reset-from data/demos/scripted_lift_cube.hdf5
+    $(scripts/setup_robomimic.sh) -m l2.serve robomimic l2/bc/checkpoints/lift_cube_bc/model.pth --port 5556
+    python -m l2.evaluate --policy server:localhost:5556 --config config/robomimic/lift_cube_lowdim.yaml
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "lift_cube.yaml"
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "config" / "lift_cube.yaml"
+LOWDIM_CONFIG = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
 
 
 class ServeError(RuntimeError):
@@ -40,7 +46,18 @@ def _replay(args: argparse.Namespace):
         raise ServeError(str(exc)) from None
 
 
-POLICIES = {"replay": _replay}
+def _robomimic(args: argparse.Namespace):
+    from l2.bc.robomimic_policy import CheckpointError, RobomimicPolicy
+    from l3.errors import ConfigError
+    from l3.mapping import load_mapping
+
+    try:
+        return RobomimicPolicy(args.checkpoint, load_mapping(args.config), where=str(args.config), device=args.device)
+    except (ConfigError, CheckpointError) as exc:
+        raise ServeError(str(exc)) from None
+
+
+POLICIES = {"replay": _replay, "robomimic": _robomimic}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,7 +74,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     replay.add_argument("--execution-horizon", type=int, default=None,
                         help="steps a client applies per answer, when it does not say which step it is at "
                              "(default: --horizon)")
-    for sub in (replay,):
+    robomimic = kinds.add_parser("robomimic", help="a robomimic checkpoint (model_epoch_<n>.pth)")
+    robomimic.add_argument("checkpoint", type=Path, help="robomimic checkpoint (.pth)")
+    robomimic.add_argument("--config", type=Path, default=LOWDIM_CONFIG,
+                           help="mapping config whose state keys are the checkpoint's observation keys and whose "
+                                "action keys split its action (default: config/robomimic/lift_cube_lowdim.yaml)")
+    robomimic.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    for sub in (replay, robomimic):
         sub.add_argument("--host", default="*", help="interface to bind (default: all)")
         sub.add_argument("--port", type=int, default=5555, help="TCP port (default: %(default)s, GR00T's)")
         sub.add_argument("--api-token", default=None, help="refuse requests that do not carry this token")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -12,6 +13,11 @@ if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv, ManagerBasedRLEnvCfg
 
 DEFAULT_TASK = "L2-Lift-Cube-Franka-IK-Abs"
+
+
+class OneLineError(RuntimeError):
+    """An error a runner reports as one line (``error: ...``) and exit status 2, without a traceback, also from
+    inside :func:`make_env` (where Isaac Lab's launcher would print one for any other exception)."""
 
 
 def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str | None = DEFAULT_TASK,
@@ -81,5 +87,8 @@ def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str, **launcher_args) -> Itera
         env = gym.make(task, cfg=env_cfg).unwrapped
         try:
             yield env
+        except OneLineError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
         finally:
             env.close()

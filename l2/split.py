@@ -5,7 +5,8 @@
 Writes ``mask/train`` and ``mask/valid`` into the file, in place: 1-D arrays of demo group names as
 fixed-length byte strings, the form robomimic writes and reads (``filter_by_attribute``,
 ``hdf5_filter_key`` / ``hdf5_validation_filter_key``). The demos are not touched. Existing masks are
-replaced only with ``--overwrite``.
+replaced only with ``--overwrite``. ``--first N`` splits only demo_0 .. demo_<N-1> into ``mask/train_<N>`` and
+``mask/valid_<N>``, so that training sets of several sizes live in one file (a data-scaling study).
 """
 
 from __future__ import annotations
@@ -49,8 +50,15 @@ def write_mask(f: h5py.File, key: str, names: list[str]) -> None:
     f.create_dataset(path, data=np.array([n.encode() for n in names], dtype=f"S{max(map(len, names), default=1)}"))
 
 
-def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False) -> tuple[list, list]:
-    """Write ``mask/train`` and ``mask/valid`` into the L2 file at ``path``; returns (train, valid) names."""
+def mask_keys(first: int | None = None) -> tuple[str, str]:
+    """The filter keys a split writes: ``train``/``valid``, or ``train_<N>``/``valid_<N>`` for the first N demos."""
+    return (TRAIN, VALID) if first is None else (f"{TRAIN}_{first}", f"{VALID}_{first}")
+
+
+def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False,
+          first: int | None = None) -> tuple[list, list]:
+    """Write ``mask/train`` and ``mask/valid`` (see :func:`mask_keys`) into the L2 file at ``path``; returns
+    (train, valid) names."""
     file = os.fspath(path)
     if not 0 <= valid < 1:
         raise SplitError(f"--valid must be in [0, 1), got {valid}")
@@ -65,14 +73,19 @@ def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite:
         if not isinstance(data, h5py.Group):
             raise SplitError(f"{file}:/{schema.DATA_GROUP}: missing group (not an L2 demos file)")
         demos = schema.sorted_demo_names(data.keys())
+        if first is not None:
+            if first > len(demos):
+                raise SplitError(f"{file}:/{schema.DATA_GROUP}: --first {first}, but the file holds {len(demos)} demos")
+            demos = demos[:first]
         if len(demos) < 2:
             raise SplitError(f"{file}:/{schema.DATA_GROUP}: {len(demos)} demo(s); a split needs at least 2")
-        for key in (TRAIN, VALID):
+        keys = mask_keys(first)
+        for key in keys:
             if f"{MASK_GROUP}/{key}" in f and not overwrite:
                 raise SplitError(f"{file}:/{MASK_GROUP}/{key}: exists (pass --overwrite to replace the split)")
         train, val = split_names(demos, valid, seed)
-        write_mask(f, TRAIN, train)
-        write_mask(f, VALID, val)
+        write_mask(f, keys[0], train)
+        write_mask(f, keys[1], val)
     return train, val
 
 
@@ -96,13 +109,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="share of demos for mask/valid (default 0.1; rounded, at least 1 when > 0, train never empty)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draw (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing mask/train or mask/valid")
+    p.add_argument("--first", type=int, default=None, metavar="N",
+                   help="split only the first N demos, into mask/train_<N> and mask/valid_<N>")
     args = p.parse_args(argv)
+    if args.first is not None and args.first < 2:
+        p.error("--first must be at least 2")
     try:
-        train, val = split(args.file, args.valid, args.seed, args.overwrite)
+        train, val = split(args.file, args.valid, args.seed, args.overwrite, args.first)
     except SplitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"{args.file}: mask/{TRAIN} {len(train)} demos, mask/{VALID} {len(val)} demos "
+    keys = mask_keys(args.first)
+    print(f"{args.file}: mask/{keys[0]} {len(train)} demos, mask/{keys[1]} {len(val)} demos "
           f"({', '.join(val) or 'none'}), seed {args.seed}")
     return 0
 

@@ -25,13 +25,12 @@ REPORTS="outputs/reports"
 CAMERAS="table_cam,wrist_cam"
 start=$(date +%s)
 
-# Demos recorded before the cameras existed cannot share a file or a dataset with camera demos, nor RL
-# demos recorded before the policy saw the cube's orientation (their actions were the pose reached, not
-# the pose commanded): such files are moved aside, never appended to.
+# Demos recorded before the cameras existed, or before every source recorded the cube's orientation
+# (needed by state policies; RL demos older than that also hold the pose reached, not commanded), cannot
+# share a file or a dataset with new demos: such files are moved aside, never appended to.
 for f in data/demos/*.hdf5; do
   [ -f "$f" ] || continue
-  expect="$CAMERAS"
-  [ "$f" = "$RL" ] && expect="$CAMERAS,object_orientation"
+  expect="$CAMERAS,object_orientation"
   if ! "$PY" -m l2.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
     mkdir -p data/demos_earlier
     dest="data/demos_earlier/$(basename "$f")"

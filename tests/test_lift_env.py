@@ -71,6 +71,7 @@ def test_observation_group_is_a_dict_of_named_terms(recorded):
         "object_position": (2, 3),
         "target_object_position": (2, 7),
         "actions": (2, 8),
+        "object_orientation": (2, 4),
     }
 
 

@@ -31,8 +31,9 @@ LIFT_OBS = {  # the layout every source writes (see test_lift_env.py)
     "object_position": (3,),
     "target_object_position": (7,),
     "actions": (8,),
+    "object_orientation": (4,),
 }
-RL_OBS = {**LIFT_OBS, "object_orientation": (4,)}  # the RL policy also sees the cube's yaw (l2/rl/env_cfg.py)
+RL_OBS = LIFT_OBS  # the RL policy sees the base task's terms, concatenated (l2/rl/env_cfg.py)
 CUBE_PATH_MEAN_TOL = 0.015  # m: the cube's path in the IK-absolute replay vs. the RL run (measured 2-8 mm)
 
 
@@ -133,7 +134,7 @@ def test_rollout_files_validate_and_match_the_scripted_layout(rollout_files):
         demo = f["data/demo_0"]
         T = demo.attrs["num_samples"]
         assert demo.attrs["success"]
-        assert set(demo["obs"]) == {*RL_OBS, *LIFT_CAMERA_TERMS}  # the scripted layout + the cube's orientation
+        assert set(demo["obs"]) == {*RL_OBS, *LIFT_CAMERA_TERMS}  # the scripted layout
         for cam in LIFT_CAMERA_TERMS:  # the rollout records the cameras like the other sources
             assert demo[f"obs/{cam}"].shape == (T, 224, 224, 3) and demo[f"obs/{cam}"].dtype == np.uint8
         for term, shape in RL_OBS.items():

@@ -123,6 +123,9 @@ class ObservationsCfg:
         object_position = ObsTerm(func=mdp.object_position_in_robot_root_frame)
         target_object_position = ObsTerm(func=mdp.generated_commands, params={"command_name": "object_pose"})
         actions = ObsTerm(func=mdp.last_action)
+        # The cube's yaw is reset at random (±45°) and a parallel gripper must close across two faces: a state
+        # policy (RL, behaviour cloning) has to see it. Last, so the RL variant's concatenation keeps its order.
+        object_orientation = ObsTerm(func=mdp.object_orientation_in_robot_root_frame)  # (qx, qy, qz, qw)
 
         def __post_init__(self):
             self.enable_corruption = False

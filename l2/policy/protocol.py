@@ -41,31 +41,78 @@ class ServerTimeout(ProtocolError):
 
 
 # ------------------------------------------------------------------------------------------ encoding
+def _npy_bytes(array: np.ndarray) -> bytearray:
+    """``numpy.save``'s bytes of ``array`` (its header, then the data in memory order), copying the data once."""
+    if array.dtype.hasobject:
+        raise ValueError("object arrays cannot be sent (they would need pickle)")
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        array = np.ascontiguousarray(array)
+    header = io.BytesIO()
+    fields = np.lib.format.header_data_from_array_1_0(array)
+    try:
+        np.lib.format.write_array_header_1_0(header, fields)
+    except ValueError:  # a header over 64 KiB (a huge structured dtype): format 2.0
+        header = io.BytesIO()
+        np.lib.format.write_array_header_2_0(header, fields)
+    head = header.getvalue()
+    out = bytearray(len(head) + array.nbytes)
+    out[:len(head)] = head
+    if array.nbytes:
+        in_memory_order = array if array.flags.c_contiguous else array.T  # Fortran order: its transpose is C
+        out[len(head):] = memoryview(in_memory_order).cast("B")
+    return out
+
+
 def _encode(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
-        buffer = io.BytesIO()
-        np.save(buffer, obj, allow_pickle=False)
-        return {NDARRAY_TAG: True, "as_npy": buffer.getvalue()}
+        return {NDARRAY_TAG: True, "as_npy": _npy_bytes(obj)}
     if isinstance(obj, np.generic):
         return obj.item()
     raise TypeError(f"cannot send a {type(obj).__name__} over the policy protocol")
 
 
+def _load_npy(data: bytes) -> np.ndarray:
+    """An array from ``.npy`` bytes, as a read-only view of them (``numpy.load`` would copy the frames once more)."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read(stream)
+    if dtype.hasobject:
+        raise ValueError("object arrays are not accepted (they would need pickle)")
+    array = np.frombuffer(data, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=stream.tell())
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
 def _decode(obj: dict) -> Any:
     if obj.get(NDARRAY_TAG) is True:
-        return np.load(io.BytesIO(obj["as_npy"]), allow_pickle=False)
+        return _load_npy(obj["as_npy"])
     if obj.get(MODALITY_CONFIG_TAG) is True:
         return obj.get("as_json", {})
     return obj
 
 
+def _nbytes(obj: Any) -> int:
+    """The array bytes in a message, to size msgpack's buffer once (growing it copies megabytes of frames)."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes + 128
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return sum(_nbytes(v) for v in obj)
+    return 0
+
+
 def pack(obj: Any) -> bytes:
     """One message: msgpack with numpy arrays as tagged ``.npy`` bytes."""
-    return msgpack.packb(obj, default=_encode, use_bin_type=True)
+    packer = msgpack.Packer(default=_encode, use_bin_type=True, buf_size=max(_nbytes(obj) + 4096, 1 << 16))
+    return packer.pack(obj)
 
 
 def unpack(data: bytes) -> Any:
-    """Inverse of :func:`pack` (object arrays are refused: no pickle)."""
+    """Inverse of :func:`pack`. Arrays come back as read-only views of the message (copy one to write into it);
+    object arrays are refused (no pickle)."""
     return msgpack.unpackb(data, object_hook=_decode, raw=False, strict_map_key=False)
 
 
@@ -103,7 +150,7 @@ class PolicyClient:
         sock = self._connect()
         try:
             sock.send(pack(request))
-            answer = unpack(sock.recv())
+            answer = unpack(sock.recv(copy=False).buffer)  # no copy of the message into a bytes object
         except zmq.Again:
             self.close()
             raise ServerTimeout(f"no answer from the policy server at {self.address} to '{endpoint}' within "
@@ -165,7 +212,7 @@ class PolicyServer:
             self.port = port
         self.running = False
 
-    def handle(self, message: bytes) -> Any:
+    def handle(self, message: bytes | memoryview) -> Any:
         """The answer to one request message (never raises: failures become ``{"error": ...}``)."""
         try:
             request = unpack(message)
@@ -205,7 +252,7 @@ class PolicyServer:
             while self.running:
                 if not poller.poll(100):
                     continue
-                answer = self.handle(self._socket.recv())
+                answer = self.handle(self._socket.recv(copy=False).buffer)
                 try:
                     self._socket.send(pack(answer))
                 except TypeError as exc:  # the policy returned something msgpack cannot carry

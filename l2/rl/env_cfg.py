@@ -8,7 +8,6 @@ predict, instead of the whole pose. The recorded files still hold the IK-absolut
 other sources (see ``recorders.py``).
 """
 
-from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import RewardTermCfg as RewTerm
 from isaaclab.utils import configclass
 from isaaclab_tasks.contrib.lift.lift_env_cfg import RewardsCfg
@@ -32,11 +31,8 @@ class RLRewardsCfg(RewardsCfg):
 
 @configclass
 class RLPolicyObsCfg(ObservationsCfg.PolicyCfg):
-    """The base task's state terms plus the cube's orientation: the cube is reset with a random yaw
-    (±45°) and a parallel gripper must close across two faces, so the policy has to see it. The terms
-    are concatenated, as rsl_rl's MLP takes one vector; the recorder splits them back out."""
-
-    object_orientation = ObsTerm(func=mdp.object_orientation_in_robot_root_frame)
+    """The base task's state terms (the cube's orientation last), concatenated: rsl_rl's MLP takes one
+    vector; the recorder splits them back out."""
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,0 +1,219 @@
+"""Behaviour cloning on the collected demos, end to end on the CPU: collect (if missing), split, train with
+robomimic's own trainer, serve the checkpoint over the policy-server protocol and evaluate it in the task.
+
+1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_lift_cube.hdf5``, state only).
+   Missing ones are collected with every core (``python -m l2.distributed``) and merged into it.
+2. ``python -m l2.split --first N``: ``mask/train_<N>`` / ``mask/valid_<N>`` (10 % valid) in that file.
+3. robomimic 0.3.0 trains ``config/robomimic/bc_rnn_lift_lowdim.json`` on it, in robomimic's venv.
+4. Each saved checkpoint is served (``python -m l2.serve robomimic``) and evaluated for ``--checkpoint-episodes``
+   episodes, the last one for ``--episodes`` (``python -m l2.evaluate``, cube poses from the task's own
+   distribution, seed 1000: not the demos' initial states).
+5. ``<run>/summary.json`` (time, success with its 95 % interval) and ``<run>/learning_curve.png``.
+
+Examples::
+
+    scripts/train_bc.sh                                  # 200 scripted demos, the shipped recipe
+    scripts/train_bc.sh --num_demos 25 --name n25        # one point of the data-scaling table
+    python -m l2.bc.train --data data/bc/mix_lift_cube.hdf5 --num_demos 100 --name mix100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "config" / "robomimic" / "bc_rnn_lift_lowdim.json"
+MAPPING = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
+DEFAULT_DATA = REPO / "data" / "bc" / "scripted_lift_cube.hdf5"
+EVAL_SEED = 1000
+"""Evaluation episodes draw their cube poses with this seed (the collections use others)."""
+
+
+class TrainError(RuntimeError):
+    """A stage that failed, in one line."""
+
+
+def _run(cmd: list[str], log: Path | None = None, **kwargs) -> str:
+    """Run a stage; its output goes to the terminal (and ``log``); TrainError when it fails."""
+    print("$ " + " ".join(str(c) for c in cmd), flush=True)
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=REPO, **kwargs)
+    lines = []
+    with open(log, "a") if log else open("/dev/null", "w") as sink:
+        for line in proc.stdout:
+            lines.append(line)
+            sink.write(line)
+            if log is None or "Epoch" in line or "error" in line.lower():
+                sys.stdout.write(line)
+    if proc.wait() != 0:
+        raise TrainError(f"{cmd[0]} {' '.join(map(str, cmd[1:3]))} ... failed (exit {proc.returncode}): "
+                         f"{lines[-1].strip() if lines else 'no output'}")
+    return "".join(lines)
+
+
+def demo_count(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return len(f["data"])
+
+
+def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
+    """Make ``path`` hold at least ``n`` scripted demos (state only), collecting the missing ones on every core."""
+    have = demo_count(path)
+    if have >= n:
+        return
+    shards = path.with_name(f"{path.stem}.collect{have}")
+    _run([sys.executable, "-m", "l2.distributed", "--source", "scripted", "--num_demos", n - have, "--workers",
+          workers, "--num_envs", 32, "--seed", seed + have, "--output", shards, "presets=no_cameras"])
+    parts = sorted(shards.glob("shard_*.hdf5"))
+    merged = path.with_name(f".{path.name}.merging.hdf5")
+    _run([sys.executable, "-m", "l2.merge", *([path] if have else []), *parts, "-o", merged, "--overwrite"])
+    merged.replace(path)
+    shutil.rmtree(shards)
+
+
+def robomimic_config(recipe: Path, data: Path, out: Path, name: str, n: int, epochs: int | None,
+                     every: int) -> dict:
+    config = json.loads(recipe.read_text())
+    train = config["train"]
+    train["data"], train["output_dir"] = str(data.resolve()), str(out.resolve())
+    train["hdf5_filter_key"], train["hdf5_validation_filter_key"] = f"train_{n}", f"valid_{n}"
+    if epochs is not None:
+        train["num_epochs"] = epochs
+    save = config["experiment"]["save"]
+    save["every_n_epochs"] = every
+    save["epochs"] = sorted({*save.get("epochs", []), train["num_epochs"]})  # robomimic saves the last one only so
+    config["experiment"]["name"] = name
+    return config
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_serving(server: subprocess.Popen, what: str) -> None:
+    """Read a starting server's output until it says it serves (libraries print banners first)."""
+    seen = []
+    for line in server.stdout:
+        if line.startswith("serving "):
+            return
+        seen.append(line.strip())
+    raise TrainError(f"{what}: {next((s for s in reversed(seen) if s), 'exited without serving')}")
+
+
+def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, report: Path) -> dict:
+    """Serve ``checkpoint`` in robomimic's venv and measure it in the task: the evaluation report."""
+    port = _free_port()
+    server = subprocess.Popen([robomimic_python, "-m", "l2.serve", "robomimic", str(checkpoint), "--config",
+                               str(MAPPING), "--host", "127.0.0.1", "--port", str(port), "--quiet"],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until_serving(server, f"l2.serve robomimic {checkpoint}")
+        _run([sys.executable, "-m", "l2.evaluate", "--policy", f"server:127.0.0.1:{port}", "--config", MAPPING,
+              "--episodes", episodes, "--num_envs", min(episodes, 50), "--seed", EVAL_SEED, "--report", report])
+    finally:
+        server.kill()
+    return json.loads(report.read_text())
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m l2.bc.train", description=__doc__.split("\n\n")[0],
+                                epilog="examples:" + __doc__.split("Examples::")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--num_demos", type=int, default=200, help="training + validation demos (default: %(default)s)")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                   help="L2 file of the demos (collected when missing or short, scripted; default: %(default)s)")
+    p.add_argument("--name", default=None, help="run name (default: bc_<num_demos>)")
+    p.add_argument("--output", type=Path, default=REPO / "logs" / "bc", help="runs folder (default: logs/bc)")
+    p.add_argument("--recipe", type=Path, default=RECIPE, help="robomimic config (default: %(default)s)")
+    p.add_argument("--epochs", type=int, default=None, help="override the recipe's num_epochs")
+    p.add_argument("--save-every", type=int, default=50, help="checkpoint every N epochs (default: %(default)s)")
+    p.add_argument("--episodes", type=int, default=50, help="evaluation episodes of the final checkpoint "
+                   "(default: %(default)s)")
+    p.add_argument("--checkpoint-episodes", type=int, default=20,
+                   help="evaluation episodes of each earlier checkpoint, for the learning curve (0: none; "
+                        "default: %(default)s)")
+    p.add_argument("--workers", type=int, default=2, help="collector processes when demos are missing "
+                   "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=7, help="collection seed (default: %(default)s)")
+    p.add_argument("--robomimic-python", default=None,
+                   help="python of robomimic's venv (default: built or found by scripts/setup_robomimic.sh)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    name = args.name or f"bc_{args.num_demos}"
+    try:
+        return train(args, name)
+    except TrainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def train(args: argparse.Namespace, name: str) -> int:
+    from l2.bc.plot import plot_run
+    from l2.policy.report import rate_text
+
+    python = args.robomimic_python or subprocess.run(
+        ["bash", str(REPO / "scripts" / "setup_robomimic.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip().splitlines()[-1]
+    ensure_demos(args.data, args.num_demos, args.workers, args.seed)
+    _run([sys.executable, "-m", "l2.split", args.data, "--first", args.num_demos, "--valid", "0.1", "--overwrite"])
+    run = args.output / name
+    if run.exists():
+        raise TrainError(f"{run} exists: pick another --name or remove it")
+    run.mkdir(parents=True)
+    config = robomimic_config(args.recipe, args.data, args.output / ".robomimic", name, args.num_demos, args.epochs,
+                              args.save_every)
+    (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    start = time.perf_counter()
+    output = _run([python, "-m", "robomimic.scripts.train", "--config", run / "config.json"], log=run / "train.log")
+    train_seconds = time.perf_counter() - start
+    if "finished run successfully!" not in output:  # robomimic's trainer exits 0 even when a run fails
+        raise TrainError(f"robomimic training failed: see {run / 'train.log'}")
+    produced = max((args.output / ".robomimic" / name).iterdir())  # <output_dir>/<name>/<timestamp>/
+    shutil.move(str(produced / "models"), run / "models")
+    shutil.move(str(produced / "logs"), run / "logs")
+    shutil.rmtree(args.output / ".robomimic" / name)
+    epochs = config["train"]["num_epochs"]
+    curve = {}
+    start_eval = time.perf_counter()
+    for checkpoint in sorted((run / "models").glob("model_epoch_*.pth"), key=lambda p: int(p.stem.split("_")[-1])):
+        epoch = int(checkpoint.stem.split("_")[-1])
+        episodes = args.episodes if epoch == epochs else args.checkpoint_episodes
+        if episodes:
+            report = evaluate_checkpoint(python, checkpoint, episodes, run / f"eval_epoch_{epoch}.json")
+            curve[epoch] = (report["successes"], report["episodes"])
+    final = curve[epochs]
+    summary = {
+        "name": name, "data": str(args.data), "num_demos": args.num_demos, "epochs": epochs,
+        "train_seconds": round(train_seconds), "eval_seconds": round(time.perf_counter() - start_eval),
+        "checkpoint": str(run / "models" / f"model_epoch_{epochs}.pth"),
+        "successes": final[0], "episodes": final[1], "success_rate": final[0] / final[1],
+        "success_text": rate_text(*final), "rollouts": {str(k): list(v) for k, v in sorted(curve.items())},
+    }
+    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot_run(run / "logs", curve, run / "learning_curve.png", title=f"BC-RNN on {args.num_demos} demos ({name})")
+    print(f"\n  {name}: {summary['success_text']} over {final[1]} episodes; trained {epochs} epochs in "
+          f"{train_seconds / 60:.1f} min\n  run: {run} (summary.json, learning_curve.png, models/)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
