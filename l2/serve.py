@@ -2,7 +2,8 @@
 
 ``replay DATASET`` serves a GR00T LeRobot dataset's recorded actions (the test double of a GR00T server, and
 a way to check a dataset end to end in the task); ``robomimic CKPT`` a robomimic checkpoint (run it with the
-python of robomimic's venv, ``scripts/setup_robomimic.sh`` prints it). No Isaac Lab import: it runs in any
+python of robomimic's venv, ``scripts/setup_robomimic.sh`` prints it); ``lerobot CKPT`` a checkpoint of
+``lerobot-train`` (in LeRobot's venv, ``scripts/setup_lerobot.sh v30``). No Isaac Lab import: it runs in any
 venv with numpy, pyarrow, h5py, PyYAML, pyzmq and msgpack (and the policy's library). Stop it with Ctrl-C or
 a ``kill`` request.
 
@@ -57,7 +58,18 @@ def _robomimic(args: argparse.Namespace):
         raise ServeError(str(exc)) from None
 
 
-POLICIES = {"replay": _replay, "robomimic": _robomimic}
+def _lerobot(args: argparse.Namespace):
+    from l2.bc.lerobot_policy import CheckpointError, LeRobotPolicy
+    from l3.errors import ConfigError
+    from l3.mapping import load_mapping
+
+    try:
+        return LeRobotPolicy(args.checkpoint, load_mapping(args.config), where=str(args.config), device=args.device)
+    except (ConfigError, CheckpointError) as exc:
+        raise ServeError(str(exc)) from None
+
+
+POLICIES = {"replay": _replay, "robomimic": _robomimic, "lerobot": _lerobot}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,7 +92,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            help="mapping config whose state keys are the checkpoint's observation keys and whose "
                                 "action keys split its action (default: config/robomimic/lift_cube_lowdim.yaml)")
     robomimic.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
-    for sub in (replay, robomimic):
+    lerobot = kinds.add_parser("lerobot", help="a LeRobot checkpoint of lerobot-train (ACT, Diffusion, ...)")
+    lerobot.add_argument("checkpoint", type=Path,
+                         help="its pretrained_model folder (or the step folder, or the run folder: the last one)")
+    lerobot.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
+                         help="the mapping config its training dataset was converted with "
+                              "(default: config/lift_cube.yaml)")
+    lerobot.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    for sub in (replay, robomimic, lerobot):
         sub.add_argument("--host", default="*", help="interface to bind (default: all)")
         sub.add_argument("--port", type=int, default=5555, help="TCP port (default: %(default)s, GR00T's)")
         sub.add_argument("--api-token", default=None, help="refuse requests that do not carry this token")

@@ -29,6 +29,15 @@ def scripted_run(tmp_path_factory):
     return out, log, proc.stdout
 
 
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on right now (for a test's policy server)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 # --------------------------------------------------------------------------- LeRobot, in its own venv
 PROBE = Path(__file__).resolve().parent / "l3_lerobot_probe.py"
 

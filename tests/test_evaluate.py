@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import h5py
 import numpy as np
 import pytest
 import yaml
+from conftest import free_port
 
 pytest.importorskip("isaaclab")
 
@@ -39,12 +39,6 @@ SMALL_CAMERAS = [f"env.scene.{cam}.{side}=64" for cam in ("table_cam", "wrist_ca
 def evaluate(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "l2.evaluate", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -151,7 +145,7 @@ def test_served_split_pose_replay_over_a_socket_reproduces_them(replay_data):
     """``python -m l2.serve replay`` in its own process, the split-pose mapping (quaternion reordered in the
     dataset and back), chunks of 16 of which 8 are executed, a token."""
     l2_file, roots, tmp = replay_data
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube_split_pose"]),
                                "--config", str(SPLIT_CONFIG), "--host", "127.0.0.1", "--port", str(port),
                                "--api-token", "t0k", "--quiet"], cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -215,7 +209,7 @@ def _chunk(batch: int, value: float = 0.0, keys=("ee_pose", "gripper"), widths=(
 
 
 def test_unreachable_server_is_one_line_before_the_simulator_starts():
-    port = _free_port()
+    port = free_port()
     start = time.perf_counter()
     proc = evaluate("--policy", f"server:127.0.0.1:{port}", "--timeout", "1")
     line = _one_error_line(proc)

@@ -3,7 +3,6 @@ directions, and the dataset replay policy."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import free_port
 from l3_fixtures import make_l2_file, state_only_config
 
 from l2 import schema
@@ -129,14 +129,8 @@ def test_undecodable_request_gets_an_error_map(server):
     assert "undecodable request" in answer["error"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_no_server_is_a_timeout_naming_address_and_wait():
-    port = _free_port()
+    port = free_port()
     client = protocol.PolicyClient("127.0.0.1", port, timeout_s=0.3)
     start = time.perf_counter()
     with pytest.raises(protocol.ServerTimeout, match=rf"tcp://127.0.0.1:{port} .* within 0.3 s"):
@@ -270,7 +264,7 @@ def test_replay_refuses_a_dataset_of_another_mapping(datasets):
 
 def test_serve_cli_answers_over_a_socket_and_refuses_bad_datasets(datasets, tmp_path):
     _, roots, actions = datasets
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube"]), "--port", str(port),
                              "--host", "127.0.0.1", "--quiet"], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
