@@ -25,12 +25,12 @@ REPORTS="outputs/reports"
 CAMERAS="table_cam,wrist_cam"
 start=$(date +%s)
 
-# Demos recorded before the cameras existed, or before every source recorded the cube's orientation
-# (needed by state policies; RL demos older than that also hold the pose reached, not commanded), cannot
-# share a file or a dataset with new demos: such files are moved aside, never appended to.
+# Demos recorded before the cameras existed, or before every source recorded the cube's orientation and the
+# end-effector pose (what state policies need; RL demos older than that also hold the pose reached, not
+# commanded), cannot share a file or a dataset with new demos: such files are moved aside, never appended to.
 for f in data/demos/*.hdf5; do
   [ -f "$f" ] || continue
-  expect="$CAMERAS,object_orientation"
+  expect="$CAMERAS,object_orientation,ee_position,ee_orientation"
   if ! "$PY" -m l2.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
     mkdir -p data/demos_earlier
     dest="data/demos_earlier/$(basename "$f")"

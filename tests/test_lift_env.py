@@ -72,6 +72,8 @@ def test_observation_group_is_a_dict_of_named_terms(recorded):
         "target_object_position": (2, 7),
         "actions": (2, 8),
         "object_orientation": (2, 4),
+        "ee_position": (2, 3),
+        "ee_orientation": (2, 4),
     }
 
 

@@ -187,6 +187,18 @@ def test_split_writes_disjoint_covering_robomimic_masks_without_touching_demos(t
     assert split.split(f_in, valid=0.25, seed=4, overwrite=True) != (train, valid)
     assert len(split.split(f_in, valid=0.01, seed=0, overwrite=True)[1]) == 1  # at least one valid demo
 
+    # --first N: a split of the first N demos under its own keys, beside the others
+    with h5py.File(f_in) as f:
+        whole = split.mask_names(f, "train")
+    train5, valid5 = split.split(f_in, valid=0.2, seed=0, first=5)
+    assert (len(train5), len(valid5)) == (4, 1)
+    assert sorted(train5 + valid5, key=schema.demo_index) == [f"demo_{i}" for i in range(5)]
+    with h5py.File(f_in) as f:
+        assert split.mask_names(f, "train_5") == train5 and split.mask_names(f, "train") == whole
+    with pytest.raises(split.SplitError, match=r"--first 13, but the file holds 12 demos"):
+        split.split(f_in, first=13)
+    assert validate_file(f_in).ok
+
     # the validator checks filter keys
     with h5py.File(f_in, "a") as f:
         split.write_mask(f, "valid", ["demo_1", "demo_99"])

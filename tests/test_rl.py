@@ -32,6 +32,8 @@ LIFT_OBS = {  # the layout every source writes (see test_lift_env.py)
     "target_object_position": (7,),
     "actions": (8,),
     "object_orientation": (4,),
+    "ee_position": (3,),
+    "ee_orientation": (4,),
 }
 RL_OBS = LIFT_OBS  # the RL policy sees the base task's terms, concatenated (l2/rl/env_cfg.py)
 CUBE_PATH_MEAN_TOL = 0.015  # m: the cube's path in the IK-absolute replay vs. the RL run (measured 2-8 mm)
@@ -161,9 +163,9 @@ def test_a_checkpoint_of_another_layout_is_refused_in_one_line(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == (
-        f"error: {bad}: checkpoint was trained on observation 39; action 8; the env has observation 40 = joint_pos 9 "
-        "+ joint_vel 9 + object_position 3 + target_object_position 7 + actions 8 + object_orientation 4; "
-        "action 8 = arm_action 7 + gripper_action 1"
+        f"error: {bad}: checkpoint was trained on observation 39; action 8; the env has observation 47 = joint_pos 9 "
+        "+ joint_vel 9 + object_position 3 + target_object_position 7 + actions 8 + object_orientation 4 + "
+        "ee_position 3 + ee_orientation 4; action 8 = arm_action 7 + gripper_action 1"
     ), proc.stderr[-2000:]
     assert not out.exists()
 

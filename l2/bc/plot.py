@@ -20,7 +20,13 @@ from l2.rl.plot import read_scalars
 TRAIN_LOSS, VALID_LOSS = "Train/Loss", "Valid/Loss"
 
 
-def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, title: str) -> Path:
+def algorithm(config: dict) -> str:
+    """What a robomimic config trains, in words: ``BC-RNN`` or ``BC (MLP)``."""
+    return "BC-RNN" if config["algo"].get("rnn", {}).get("enabled") else "BC (MLP)"
+
+
+def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, title: str,
+             steps_per_epoch: int | None = None) -> Path:
     """Draw the curve of a run: ``logs`` is robomimic's log folder, ``rollouts`` ``{epoch: (successes, episodes)}``."""
     import matplotlib
 
@@ -50,7 +56,7 @@ def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, tit
                              xytext=(0, 7), ha="center", fontsize=8)
     axes[1].set_ylim(-0.02, 1.08)
     axes[1].set_ylabel("closed-loop success")
-    axes[1].set_xlabel("epoch (100 gradient steps each)")
+    axes[1].set_xlabel(f"epoch ({steps_per_epoch} gradient steps each)" if steps_per_epoch else "epoch")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(title)
@@ -70,9 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         summary = json.loads((args.run / "summary.json").read_text())
+        config = json.loads((args.run / "config.json").read_text())
         rollouts = {int(k): tuple(v) for k, v in summary.get("rollouts", {}).items()}
         path = plot_run(args.run / "logs", rollouts, args.output or args.run / "learning_curve.png",
-                        title=f"BC-RNN on {summary['num_demos']} demos ({summary['name']})")
+                        title=f"{algorithm(config)} on {summary['num_demos']} demos ({summary['name']})",
+                        steps_per_epoch=config["experiment"]["epoch_every_n_steps"])
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

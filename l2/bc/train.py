@@ -1,10 +1,11 @@
 """Behaviour cloning on the collected demos, end to end on the CPU: collect (if missing), split, train with
 robomimic's own trainer, serve the checkpoint over the policy-server protocol and evaluate it in the task.
 
-1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_lift_cube.hdf5``, state only).
-   Missing ones are collected with every core (``python -m l2.distributed``) and merged into it.
+1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_lift_cube.hdf5``). Missing ones
+   are collected with every core (``python -m l2.distributed``, state only, the arm's start pose varied) and
+   merged into it.
 2. ``python -m l2.split --first N``: ``mask/train_<N>`` / ``mask/valid_<N>`` (10 % valid) in that file.
-3. robomimic 0.3.0 trains ``config/robomimic/bc_rnn_lift_lowdim.json`` on it, in robomimic's venv.
+3. robomimic 0.3.0 trains ``config/robomimic/bc_lift_lowdim.json`` (BC, an MLP) on it, in robomimic's venv.
 4. Each saved checkpoint is served (``python -m l2.serve robomimic``) and evaluated for ``--checkpoint-episodes``
    episodes, the last one for ``--episodes`` (``python -m l2.evaluate``, cube poses from the task's own
    distribution, seed 1000: not the demos' initial states).
@@ -12,7 +13,7 @@ robomimic's own trainer, serve the checkpoint over the policy-server protocol an
 
 Examples::
 
-    scripts/train_bc.sh                                  # 200 scripted demos, the shipped recipe
+    scripts/train_bc.sh                                  # 200 scripted demos, the shipped policy's recipe
     scripts/train_bc.sh --num_demos 25 --name n25        # one point of the data-scaling table
     python -m l2.bc.train --data data/bc/mix_lift_cube.hdf5 --num_demos 100 --name mix100
 """
@@ -32,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / "config" / "robomimic" / "bc_rnn_lift_lowdim.json"
+RECIPE = REPO / "config" / "robomimic" / "bc_lift_lowdim.json"
 MAPPING = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
 DEFAULT_DATA = REPO / "data" / "bc" / "scripted_lift_cube.hdf5"
 EVAL_SEED = 1000
@@ -70,14 +71,20 @@ def demo_count(path: Path) -> int:
         return len(f["data"])
 
 
+COLLECT_PRESETS = "presets=no_cameras,varied_start"
+"""State only, the arm's start pose drawn around home: demos that cover the states next to the expert's path
+(docs/train.md says why)."""
+
+
 def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
-    """Make ``path`` hold at least ``n`` scripted demos (state only), collecting the missing ones on every core."""
+    """Make ``path`` hold at least ``n`` scripted demos (:data:`COLLECT_PRESETS`), collecting the missing ones
+    on every core."""
     have = demo_count(path)
     if have >= n:
         return
     shards = path.with_name(f"{path.stem}.collect{have}")
     _run([sys.executable, "-m", "l2.distributed", "--source", "scripted", "--num_demos", n - have, "--workers",
-          workers, "--num_envs", 32, "--seed", seed + have, "--output", shards, "presets=no_cameras"])
+          workers, "--num_envs", 32, "--seed", seed + have, "--output", shards, COLLECT_PRESETS])
     parts = sorted(shards.glob("shard_*.hdf5"))
     merged = path.with_name(f".{path.name}.merging.hdf5")
     _run([sys.executable, "-m", "l2.merge", *([path] if have else []), *parts, "-o", merged, "--overwrite"])
@@ -113,7 +120,7 @@ def wait_until_serving(server: subprocess.Popen, what: str) -> None:
         if line.startswith("serving "):
             return
         seen.append(line.strip())
-    raise TrainError(f"{what}: {next((s for s in reversed(seen) if s), 'exited without serving')}")
+    raise TrainError(f"{what}: {next((s for s in reversed(seen) if s), 'exited without serving').removeprefix('error: ')}")
 
 
 def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, report: Path) -> dict:
@@ -142,7 +149,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output", type=Path, default=REPO / "logs" / "bc", help="runs folder (default: logs/bc)")
     p.add_argument("--recipe", type=Path, default=RECIPE, help="robomimic config (default: %(default)s)")
     p.add_argument("--epochs", type=int, default=None, help="override the recipe's num_epochs")
-    p.add_argument("--save-every", type=int, default=50, help="checkpoint every N epochs (default: %(default)s)")
+    p.add_argument("--save-every", type=int, default=25, help="checkpoint every N epochs (default: %(default)s)")
     p.add_argument("--episodes", type=int, default=50, help="evaluation episodes of the final checkpoint "
                    "(default: %(default)s)")
     p.add_argument("--checkpoint-episodes", type=int, default=20,
@@ -167,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train(args: argparse.Namespace, name: str) -> int:
-    from l2.bc.plot import plot_run
+    from l2.bc.plot import algorithm, plot_run
     from l2.policy.report import rate_text
 
     python = args.robomimic_python or subprocess.run(
@@ -202,14 +209,17 @@ def train(args: argparse.Namespace, name: str) -> int:
             curve[epoch] = (report["successes"], report["episodes"])
     final = curve[epochs]
     summary = {
-        "name": name, "data": str(args.data), "num_demos": args.num_demos, "epochs": epochs,
+        "name": name, "algorithm": algorithm(config), "data": str(args.data), "num_demos": args.num_demos,
+        "epochs": epochs, "steps_per_epoch": config["experiment"]["epoch_every_n_steps"],
         "train_seconds": round(train_seconds), "eval_seconds": round(time.perf_counter() - start_eval),
         "checkpoint": str(run / "models" / f"model_epoch_{epochs}.pth"),
         "successes": final[0], "episodes": final[1], "success_rate": final[0] / final[1],
         "success_text": rate_text(*final), "rollouts": {str(k): list(v) for k, v in sorted(curve.items())},
     }
     (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot_run(run / "logs", curve, run / "learning_curve.png", title=f"BC-RNN on {args.num_demos} demos ({name})")
+    plot_run(run / "logs", curve, run / "learning_curve.png",
+             title=f"{algorithm(config)} on {args.num_demos} demos ({name})",
+             steps_per_epoch=config["experiment"]["epoch_every_n_steps"])
     print(f"\n  {name}: {summary['success_text']} over {final[1]} episodes; trained {epochs} epochs in "
           f"{train_seconds / 60:.1f} min\n  run: {run} (summary.json, learning_curve.png, models/)")
     return 0

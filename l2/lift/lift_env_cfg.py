@@ -12,6 +12,7 @@ import isaaclab.sim as sim_utils
 from isaaclab.assets import ArticulationCfg, AssetBaseCfg, RigidObjectCfg
 from isaaclab.controllers.differential_ik_cfg import DifferentialIKControllerCfg
 from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+from isaaclab.managers import EventTermCfg as EventTerm
 from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import SceneEntityCfg
@@ -22,8 +23,8 @@ from isaaclab.sensors.frame_transformer.frame_transformer_cfg import OffsetCfg
 from isaaclab.utils import configclass
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
 from isaaclab_physx.physics import PhysxCfg
-from isaaclab_tasks.contrib.lift.lift_env_cfg import LiftEnvCfg, ObjectTableSceneCfg, TerminationsCfg
-from isaaclab_tasks.utils import PresetCfg
+from isaaclab_tasks.contrib.lift.lift_env_cfg import EventCfg, LiftEnvCfg, ObjectTableSceneCfg, TerminationsCfg
+from isaaclab_tasks.utils import PresetCfg, preset
 
 from l2.assets.franka import EE_BODY, EE_OFFSET_POS, EE_OFFSET_ROT, EE_PRIM_REGEX, ROOT_PRIM_REGEX, FrankaCfg
 from l2.lift import mdp
@@ -34,6 +35,11 @@ CUBE_START = (0.5, 0.0, CUBE_SIZE / 2)
 CUBE_POSE_RANGE = {"x": (-0.05, 0.05), "y": (-0.1, 0.1), "z": (0.0, 0.0), "yaw": (-0.785, 0.785)}
 """Reset randomization of the cube around :data:`CUBE_START` (m, rad)."""
 SUCCESS_HEIGHT = 0.10
+VARIED_START = "varied_start"
+"""Preset that draws the arm's start pose at random around its home pose: ``presets=varied_start``."""
+ARM_START_RANGE = (-0.2, 0.2)
+"""rad added to each arm joint's home position at reset under :data:`VARIED_START` (the end effector then
+starts up to about 10 cm from its home position, in another posture)."""
 
 
 @configclass
@@ -123,9 +129,14 @@ class ObservationsCfg:
         object_position = ObsTerm(func=mdp.object_position_in_robot_root_frame)
         target_object_position = ObsTerm(func=mdp.generated_commands, params={"command_name": "object_pose"})
         actions = ObsTerm(func=mdp.last_action)
-        # The cube's yaw is reset at random (±45°) and a parallel gripper must close across two faces: a state
-        # policy (RL, behaviour cloning) has to see it. Last, so the RL variant's concatenation keeps its order.
+        # What a state policy needs beyond Isaac Lab's lift terms (RL, behaviour cloning): the cube's yaw is
+        # reset at random (±45°) and a parallel gripper must close across two faces; the action is an absolute
+        # end-effector pose, so the policy must see where the end effector is (from joint angles alone it would
+        # have to learn the arm's forward kinematics to the millimetre). Last, in this order: the RL policy's
+        # concatenated input grew by appending them.
         object_orientation = ObsTerm(func=mdp.object_orientation_in_robot_root_frame)  # (qx, qy, qz, qw)
+        ee_position = ObsTerm(func=mdp.ee_position_in_robot_root_frame)  # between the finger pads
+        ee_orientation = ObsTerm(func=mdp.ee_orientation_in_robot_root_frame)  # (qx, qy, qz, qw)
 
         def __post_init__(self):
             self.enable_corruption = False
@@ -133,6 +144,23 @@ class ObservationsCfg:
 
     policy: PolicyCfg = PolicyCfg()
     cameras = cameras_obs_group()
+
+
+@configclass
+class LiftCubeEventCfg(EventCfg):
+    """Isaac Lab's lift events (scene back to default, cube pose drawn), and with ``presets=varied_start`` the arm's
+    joints drawn around their home positions: demonstrations that start from many postures cover more of the
+    states a learned policy visits than ones that all leave the same pose along nearly the same path."""
+
+    reset_arm_joints = preset(
+        default=None,
+        varied_start=EventTerm(
+            func=mdp.reset_joints_by_offset,
+            mode="reset",
+            params={"position_range": ARM_START_RANGE, "velocity_range": (0.0, 0.0),
+                    "asset_cfg": SceneEntityCfg("robot", joint_names=["panda_joint.*"])},
+        ),
+    )
 
 
 @configclass
@@ -152,6 +180,7 @@ class LiftCubeEnvCfg(LiftEnvCfg):
     scene: LiftCubeSceneCfg = LiftCubeSceneCfg(num_envs=16, env_spacing=2.0)
     observations: ObservationsCfg = ObservationsCfg()
     actions: ActionsCfg = ActionsCfg()
+    events: LiftCubeEventCfg = LiftCubeEventCfg()
     terminations: LiftCubeTerminationsCfg = LiftCubeTerminationsCfg()
 
     def __post_init__(self):

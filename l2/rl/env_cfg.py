@@ -31,8 +31,8 @@ class RLRewardsCfg(RewardsCfg):
 
 @configclass
 class RLPolicyObsCfg(ObservationsCfg.PolicyCfg):
-    """The base task's state terms (the cube's orientation last), concatenated: rsl_rl's MLP takes one
-    vector; the recorder splits them back out."""
+    """The base task's state terms, concatenated in their order: rsl_rl's MLP takes one vector; the recorder
+    splits them back out."""
 
     def __post_init__(self):
         super().__post_init__()

@@ -74,7 +74,8 @@ class ScriptedOperator(DeviceBase):
         return torch.cat([dpos, drot, torch.tensor([gripper])]).to(torch.float32)
 
 
-def make_trace(output: str, seed: int, task: str | None = None, max_ticks: int = 1500) -> int:
+def make_trace(output: str, seed: int, task: str | None = None, max_ticks: int = 1500,
+               overrides: list[str] | tuple[str, ...] = ()) -> int:
     from l2 import sim
     from l2.recording import configure_recording
     from l2.teleop.run import DEFAULT_TASK
@@ -82,7 +83,7 @@ def make_trace(output: str, seed: int, task: str | None = None, max_ticks: int =
     from l2.teleop.trace import TraceRecorder
 
     task = task or DEFAULT_TASK
-    env_cfg = sim.load_env_cfg(task, "cpu", 1, seed)
+    env_cfg = sim.load_env_cfg(task, "cpu", 1, seed, overrides)
     with tempfile.TemporaryDirectory() as tmp:
         configure_recording(env_cfg, Path(tmp) / "teleop_trace_check.hdf5", task)
         env_cfg.recorders.export_in_close = False
@@ -109,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", default="config/teleop/lift_cube_trace.json")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="cfg overrides and presets of the session, e.g. presets=no_cameras (faster; the trace "
+                             "replays the same with or without cameras)")
     args = parser.parse_args(argv)
-    return make_trace(args.output, args.seed)
+    return make_trace(args.output, args.seed, overrides=args.overrides)
 
 
 if __name__ == "__main__":

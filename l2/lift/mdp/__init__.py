@@ -9,6 +9,7 @@ from isaaclab_tasks.contrib.lift.mdp import (  # noqa: F401
 )
 
 from .observations import (  # noqa: F401
+    ee_orientation_in_robot_root_frame,
     ee_position_in_robot_root_frame,
     object_orientation_in_robot_root_frame,
     object_pose_in_robot_root_frame,

@@ -1,0 +1,50 @@
+"""Every benchmark runs to completion in small and prints its table (no speed is asserted: figures belong to
+docs/benchmarks.md). A change that breaks a benchmark fails here, not months later on a user's machine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+SMOKE = {
+    # script: (arguments, lines the table must print, marks)
+    "convert.py": (["--episodes", "4", "--length", "20", "--lerobot-episodes", "2", "--video-frames", "8",
+                    "--video-size", "64x48", "--mem-episodes", "2", "--cam-length", "8"],
+                   ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "peak RSS"], ("lerobot",)),
+    "cameras.py": (["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4"],
+                   ["speed:", "memory:", "storage:", "video:"], ("sim",)),
+    "record_overhead.py": (["--num_envs", "2", "--steps", "4", "--repeats", "1"], ["no recording (baseline)"],
+                           ("sim",)),
+    "ray_scaleout.py": (["--demos", "2", "--num-envs", "1", "--episodes", "2", "--length", "8", "--repeats", "1"],
+                        ["collection", "conversion"], ("sim",)),
+    "crash_campaign.py": (["--kills", "2", "--max-delay", "4"], ["kills", "demos"], ("sim",)),
+    "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
+    "policy_protocol.py": (["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2",
+                            "--sim-steps", "2"], ["baseline = bare ZeroMQ echo", "simulation step:"], ("sim",)),
+}
+
+
+def _case(name: str):
+    args, expected, marks = SMOKE[name]
+    return pytest.param(name, args, expected, marks=[getattr(pytest.mark, m) for m in marks], id=name)
+
+
+@pytest.mark.parametrize(("script", "args", "expected"), [_case(name) for name in SMOKE])
+def test_benchmark_runs_and_prints_its_table(script, args, expected):
+    if "sim" in SMOKE[script][2]:
+        pytest.importorskip("isaaclab")
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True,
+                          timeout=1800, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for text in expected:
+        assert text in proc.stdout, f"{script} printed no '{text}':\n{proc.stdout[-3000:]}"
+
+
+def test_every_benchmark_has_a_smoke_run():
+    scripts = {p.name for p in (REPO / "bench").glob("*.py")} - {"timing.py", "__init__.py"}
+    assert scripts == set(SMOKE), f"benchmarks without a smoke run here: {sorted(scripts - set(SMOKE))}"
