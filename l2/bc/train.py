@@ -120,7 +120,8 @@ def wait_until_serving(server: subprocess.Popen, what: str) -> None:
         if line.startswith("serving "):
             return
         seen.append(line.strip())
-    raise TrainError(f"{what}: {next((s for s in reversed(seen) if s), 'exited without serving').removeprefix('error: ')}")
+    last = next((s for s in reversed(seen) if s), "exited without serving")
+    raise TrainError(f"{what}: {last.removeprefix('error: ')}")
 
 
 def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, report: Path) -> dict:

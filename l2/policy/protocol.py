@@ -11,6 +11,7 @@ Written from the protocol's description (docs/evaluate.md), not from GR00T's cod
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 from collections.abc import Callable
@@ -41,26 +42,42 @@ class ServerTimeout(ProtocolError):
 
 
 # ------------------------------------------------------------------------------------------ encoding
-def _npy_bytes(array: np.ndarray) -> bytearray:
-    """``numpy.save``'s bytes of ``array`` (its header, then the data in memory order), copying the data once."""
-    if array.dtype.hasobject:
-        raise ValueError("object arrays cannot be sent (they would need pickle)")
-    if not (array.flags.c_contiguous or array.flags.f_contiguous):
-        array = np.ascontiguousarray(array)
+def _npy_header(fields: dict) -> bytes:
+    """``numpy.save``'s header for the fields of ``numpy.lib.format.header_data_from_array_1_0``."""
     header = io.BytesIO()
-    fields = np.lib.format.header_data_from_array_1_0(array)
     try:
         np.lib.format.write_array_header_1_0(header, fields)
     except ValueError:  # a header over 64 KiB (a huge structured dtype): format 2.0
         header = io.BytesIO()
         np.lib.format.write_array_header_2_0(header, fields)
-    head = header.getvalue()
-    out = bytearray(len(head) + array.nbytes)
-    out[:len(head)] = head
+    return header.getvalue()
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_header(descr: str, fortran_order: bool, shape: tuple[int, ...]) -> bytes:
+    """:func:`_npy_header` of a plain dtype: the same few arrays travel every step, and numpy writes each header
+    through ``repr`` (and reads it back through ``ast``), which costs more than copying a state vector."""
+    return _npy_header({"descr": descr, "fortran_order": fortran_order, "shape": shape})
+
+
+def _npy_bytes(array: np.ndarray) -> memoryview:
+    """``numpy.save``'s bytes of ``array`` (its header, then the data in memory order), copying the data once.
+
+    The buffer comes from numpy's allocator: a fresh ``bytes`` or ``bytearray`` of a camera frame's size is
+    mapped memory, and touching its pages costs ten times the copy."""
+    if array.dtype.hasobject:
+        raise ValueError("object arrays cannot be sent (they would need pickle)")
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        array = np.ascontiguousarray(array)
+    fields = np.lib.format.header_data_from_array_1_0(array)
+    plain = isinstance(fields["descr"], str)
+    head = _cached_header(fields["descr"], fields["fortran_order"], fields["shape"]) if plain else _npy_header(fields)
+    out = np.empty(len(head) + array.nbytes, np.uint8)
+    out[:len(head)] = np.frombuffer(head, np.uint8)
     if array.nbytes:
         in_memory_order = array if array.flags.c_contiguous else array.T  # Fortran order: its transpose is C
-        out[len(head):] = memoryview(in_memory_order).cast("B")
-    return out
+        out[len(head):] = in_memory_order.reshape(-1).view(np.uint8)
+    return memoryview(out)
 
 
 def _encode(obj: Any) -> Any:
@@ -71,17 +88,25 @@ def _encode(obj: Any) -> Any:
     raise TypeError(f"cannot send a {type(obj).__name__} over the policy protocol")
 
 
+@functools.lru_cache(maxsize=256)
+def _parse_header(head: bytes) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) of a ``.npy`` header (magic and length included)."""
+    stream = io.BytesIO(head)
+    version = np.lib.format.read_magic(stream)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    return read(stream)
+
+
 def _load_npy(data: bytes) -> np.ndarray:
     """An array from ``.npy`` bytes, as a read-only view of them (``numpy.load`` would copy the frames once more)."""
-    stream = io.BytesIO(data)
-    version = np.lib.format.read_magic(stream)
-    if version not in ((1, 0), (2, 0)):
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran, dtype = read(stream)
+    if len(data) < 10 or data[:6] != b"\x93NUMPY" or data[6] not in (1, 2):
+        return np.load(io.BytesIO(data), allow_pickle=False)  # format 3.0 (utf-8 names), or not .npy at all
+    size = 2 if data[6] == 1 else 4
+    end = 8 + size + int.from_bytes(data[8:8 + size], "little")
+    shape, fortran, dtype = _parse_header(bytes(data[:end]))
     if dtype.hasobject:
         raise ValueError("object arrays are not accepted (they would need pickle)")
-    array = np.frombuffer(data, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=stream.tell())
+    array = np.frombuffer(data, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=end)
     return array.reshape(shape, order="F" if fortran else "C")
 
 
