@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batches", default="1,16", help="batch sizes B (default: %(default)s)")
     p.add_argument("--image-size", type=int, default=224, help="camera height = width (default: %(default)s)")
-    p.add_argument("--repeats", type=int, default=30, help="round trips per measurement (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=200, help="round trips per measurement (default: %(default)s)")
     p.add_argument("--sim-envs", type=int, default=16, help="envs of the timed simulation step (default: 16)")
     p.add_argument("--sim-steps", type=int, default=10, help="timed simulation steps (0: skip; default: 10)")
     p.add_argument("--serve", nargs=2, metavar=("MODE", "PORT"), help=argparse.SUPPRESS)

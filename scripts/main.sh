@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, on the CPU with defaults: set up (when missing) -> collect demos with camera images ->
-# validate them -> convert to a GR00T LeRobot dataset with videos -> validate it -> HTML reports -> summary.
+# validate them -> convert to a GR00T LeRobot dataset with videos -> validate it -> evaluate the shipped
+# policies in closed loop -> HTML reports -> summary.
 #
 #   scripts/main.sh                      # 4 scripted demos with 4 envs (two 224x224 cameras each)
 #   NUM_DEMOS=16 NUM_ENVS=8 scripts/main.sh
@@ -22,6 +23,9 @@ TELEOP="data/demos/teleop_lift_cube.hdf5"
 RL="data/demos/rl_lift_cube.hdf5"
 GR00T="outputs/lift_cube_gr00t"
 REPORTS="outputs/reports"
+EVAL="outputs/eval"
+BC_MODEL="l2/bc/checkpoints/lift_cube_bc/model.pth"
+BC_PORT="${BC_PORT:-5557}"
 CAMERAS="table_cam,wrist_cam"
 start=$(date +%s)
 
@@ -41,32 +45,44 @@ for f in data/demos/*.hdf5; do
   fi
 done
 
-echo "== 1/5 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU"
+echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU"
 "$PY" l2/scripted/run.py --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" --output "$DEMOS" \
   $([ -f "$DEMOS" ] && echo --append)
 
 if [ ! -f "$TELEOP" ]; then
-  echo "== 1b/5 collect: a teleop session replayed from the shipped device trace (first run only)"
+  echo "== 1b/6 collect: a teleop session replayed from the shipped device trace (first run only)"
   "$PY" l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --num_demos 1 --output "$TELEOP"
 fi
-echo "== 1c/5 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/rl/checkpoints/lift_cube_ppo}"
+echo "== 1c/6 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/rl/checkpoints/lift_cube_ppo}"
 "$PY" l2/rl/rollout.py ${RL_CHECKPOINT:+--checkpoint "$RL_CHECKPOINT"} --num_envs "${RL_DEMOS:-2}" \
   --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append)
 
-echo "== 2/5 validate the L2 HDF5 files (every demo must hold both cameras)"
+echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"
 
-echo "== 2b/5 replay this run's scripted demos from their initial states (do their successes reproduce?)"
+echo "== 2b/6 replay this run's scripted demos from their initial states (do their successes reproduce?)"
 n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
 "$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}"
 
-echo "== 3/5 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
+echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
 "$PY" l3/convert.py data/demos --config config/lift_cube.yaml --output "$GR00T" --overwrite
 
-echo "== 4/5 validate the GR00T LeRobot dataset"
+echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
 
-echo "== 5/5 inspection reports: what was collected and what GR00T will read, as HTML pages"
+echo "== 5/6 evaluate in closed loop: the shipped PPO policy (in-process) and the shipped BC policy (robomimic,"
+echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each, state only"
+mkdir -p "$EVAL"
+"$PY" -m l2.evaluate --episodes 16 --num_envs 16 --report "$EVAL/ppo.json"
+RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
+"$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+"$PY" -m l2.evaluate --policy "server:127.0.0.1:$BC_PORT" --config config/robomimic/lift_cube_lowdim.yaml \
+  --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json"
+kill "$server" 2>/dev/null || true
+
+echo "== 6/6 inspection reports: what was collected and what GR00T will read, as HTML pages"
 "$PY" -m l2.inspect data/demos/*.hdf5 --output "$REPORTS/l2_demos.html" --overwrite --quiet
 "$PY" -m l3.inspect "$GR00T" --output "$REPORTS/lift_cube_gr00t.html" --overwrite --quiet
 
@@ -74,5 +90,7 @@ echo
 echo "main job done in $(( $(date +%s) - start )) s"
 echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*.hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp4' | wc -l) videos)"
+rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(f"{r[\"successes\"]}/{r[\"episodes\"]}")' "$1"; }
+echo "  closed loop:            PPO $(rate "$EVAL/ppo.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 echo "  reports (open in a browser): $REPO/$REPORTS/l2_demos.html, $REPO/$REPORTS/lift_cube_gr00t.html"
 echo "  see what the cameras saw: $PY -m l2.frame_strip $DEMOS --output cameras.png"

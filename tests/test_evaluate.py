@@ -154,12 +154,20 @@ def test_served_split_pose_replay_over_a_socket_reproduces_them(replay_data):
         proc = evaluate("--policy", f"server:127.0.0.1:{port}", "--api-token", "t0k", "--config", str(SPLIT_CONFIG),
                         "--reset-from", str(l2_file), "--num_envs", "3", "--action-horizon", "8",
                         "--report", str(tmp / "served.json"), *SMALL_CAMERAS)
+        # one request per env (batch of 1), each after a reset naming its episode and step: GR00T's replay policy
+        one = evaluate("--policy", f"server:127.0.0.1:{port}", "--api-token", "t0k", "--config", str(SPLIT_CONFIG),
+                       "--reset-from", str(l2_file), "--episodes", "2", "--num_envs", "2", "--one-env-per-request",
+                       "--report", str(tmp / "one.json"), *SMALL_CAMERAS)
     finally:
         server.kill()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((tmp / "served.json").read_text())
     assert _reproduced(report, l2_file) >= 0.95
     assert report["timing"]["requests"] >= 1 + 100 // 8  # a reset, then one request per 8 steps
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    report = json.loads((tmp / "one.json").read_text())
+    assert _reproduced(report, l2_file) >= 0.95
+    assert report["timing"]["requests"] >= 2 * 2 * (100 // 16)  # per env and chunk: a reset and a get_action
 
 
 # ------------------------------------------------------------------------------------------ bad inputs

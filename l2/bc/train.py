@@ -107,6 +107,12 @@ def robomimic_config(recipe: Path, data: Path, out: Path, name: str, n: int, epo
     return config
 
 
+def shown(path: Path) -> str:
+    """A path as the summary records it: relative to the repository when inside it (no machine's paths)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -210,10 +216,10 @@ def train(args: argparse.Namespace, name: str) -> int:
             curve[epoch] = (report["successes"], report["episodes"])
     final = curve[epochs]
     summary = {
-        "name": name, "algorithm": algorithm(config), "data": str(args.data), "num_demos": args.num_demos,
+        "name": name, "algorithm": algorithm(config), "data": shown(args.data), "num_demos": args.num_demos,
         "epochs": epochs, "steps_per_epoch": config["experiment"]["epoch_every_n_steps"],
         "train_seconds": round(train_seconds), "eval_seconds": round(time.perf_counter() - start_eval),
-        "checkpoint": str(run / "models" / f"model_epoch_{epochs}.pth"),
+        "checkpoint": shown(run / "models" / f"model_epoch_{epochs}.pth"),
         "successes": final[0], "episodes": final[1], "success_rate": final[0] / final[1],
         "success_text": rate_text(*final), "rollouts": {str(k): list(v) for k, v in sorted(curve.items())},
     }
