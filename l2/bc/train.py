@@ -92,12 +92,27 @@ def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
     shutil.rmtree(shards)
 
 
+def valid_samples(path: Path, n: int) -> int:
+    """Samples in the validation split ``mask/valid_<n>`` of an L2 file."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        names = [name.decode() for name in f[f"mask/valid_{n}"][()]]
+        return sum(int(f["data"][name].attrs["num_samples"]) for name in names)
+
+
 def robomimic_config(recipe: Path, data: Path, out: Path, name: str, n: int, epochs: int | None,
-                     every: int) -> dict:
+                     every: int, valid: int) -> dict:
+    """The recipe for this run. robomimic drops a last partial batch, so a validation split smaller than one batch
+    (``valid`` samples: one or two demos of a small training set) would give it no batch at all and stop the run:
+    validation is then left out."""
     config = json.loads(recipe.read_text())
     train = config["train"]
     train["data"], train["output_dir"] = str(data.resolve()), str(out.resolve())
     train["hdf5_filter_key"], train["hdf5_validation_filter_key"] = f"train_{n}", f"valid_{n}"
+    if valid < train["batch_size"]:
+        config["experiment"]["validate"] = False
+        train["hdf5_validation_filter_key"] = None
     if epochs is not None:
         train["num_epochs"] = epochs
     save = config["experiment"]["save"]
@@ -193,8 +208,11 @@ def train(args: argparse.Namespace, name: str) -> int:
     if run.exists():
         raise TrainError(f"{run} exists: pick another --name or remove it")
     run.mkdir(parents=True)
+    valid = valid_samples(args.data, args.num_demos)
     config = robomimic_config(args.recipe, args.data, args.output / ".robomimic", name, args.num_demos, args.epochs,
-                              args.save_every)
+                              args.save_every, valid)
+    if not config["experiment"]["validate"]:
+        print(f"note: the validation split holds {valid} samples, less than a batch: trained without validation loss")
     (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     start = time.perf_counter()
     output = _run([python, "-m", "robomimic.scripts.train", "--config", run / "config.json"], log=run / "train.log")
