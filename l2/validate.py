@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
-from l2.hdf5_guard import read_through
+from l2.hdf5_guard import read_through, read_through_all
 from l2.schema import (
     ACTIONS,
     ATTR_ENV_ARGS,
@@ -620,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     expect_obs = [t for t in args.expect_obs.split(",") if t]
+    read_through_all(args.files)
     reports = [validate_file(f, args.action_dim or None, expect_obs) for f in args.files]
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2))

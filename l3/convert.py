@@ -36,6 +36,7 @@ from pathlib import Path
 
 from tqdm import tqdm  # noqa: E402
 
+from l2.hdf5_guard import read_through_all  # noqa: E402
 from l3 import inputs as l3_inputs  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
 from l3.errors import ConfigError, InputError  # noqa: E402
@@ -257,7 +258,9 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     candidates: list[EpisodeRef] = []
     low_score = 0
     other_sources: dict[str, int] = {}  # source tag -> episodes left out by --sources
-    for file in resolve_inputs(inputs):
+    files = resolve_inputs(inputs)
+    read_through_all(files)  # each file's HDF5 read-through check (l2.hdf5_guard), on every core at once
+    for file in files:
         try:
             inp = l3_inputs.Input(file, input_format)
         except InputError as e:

@@ -14,8 +14,10 @@ REPO = Path(__file__).resolve().parents[1]
 SMOKE = {
     # script: (arguments, lines the table must print, marks)
     "convert.py": (["--episodes", "4", "--length", "20", "--lerobot-episodes", "2", "--video-frames", "8",
-                    "--video-size", "64x48", "--mem-episodes", "2", "--cam-length", "8"],
-                   ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "peak RSS"], ("lerobot",)),
+                    "--video-size", "64x48", "--mem-episodes", "2", "--cam-length", "8", "--machine-episodes", "2",
+                    "--machine-length", "8", "--machine-size", "64x48"],
+                   ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "-threads 1", "per machine:",
+                    "peak RSS"], ("lerobot",)),
     "cameras.py": (["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4"],
                    ["speed:", "non-render vs baseline", "memory:"], ("sim",)),
     "record_overhead.py": (["--num_envs", "2", "--steps", "4", "--repeats", "1"], ["no recording (baseline)"],

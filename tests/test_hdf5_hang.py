@@ -72,3 +72,24 @@ def test_converter_refuses_in_one_line(archive, tmp_path, monkeypatch, capsys):
         return
     assert convert([str(good), str(bad), "--config", cfg, "-o", str(out), "--skip-bad"]) == 0
     assert f"skipped (bad input): {where} the HDF5 library" in capsys.readouterr().err
+
+
+def test_files_checked_ahead_together(tmp_path, monkeypatch, capsys):
+    """``read_through_all`` checks several files at once (one child each); each file's ``read_through`` then answers
+    from that check once, and the validator names only the looping file."""
+    from l2 import hdf5_guard
+
+    monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
+    good = str(make_l2_file(tmp_path / "scripted_a.hdf5", 2))
+    bad = str(zero_global_heap(make_l2_file(tmp_path / "scripted_b.hdf5", 2)))
+    hdf5_guard.read_through_all([good, bad, str(tmp_path / "missing.hdf5")])
+    assert len(hdf5_guard._CHECKED) == 2
+    calls = []
+    monkeypatch.setattr(hdf5_guard._HELPER, "check", lambda *a: calls.append(a) or [0])
+    assert read_through(bad) is not None and read_through(good) is None and not calls  # answered from the batch
+    assert read_through(good) is None and len(calls) == 1  # each answer is used once
+    monkeypatch.undo()
+    monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
+    assert validate.main([good, bad]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:/: the HDF5 library did not finish reading" in out and f"{good}:/" not in out, out

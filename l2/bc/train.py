@@ -208,8 +208,10 @@ def train(args: argparse.Namespace, name: str) -> int:
     if run.exists():
         raise TrainError(f"{run} exists: pick another --name or remove it")
     run.mkdir(parents=True)
+    scratch = args.output / ".robomimic" / name  # robomimic's own output folder; one left by an interrupted run
+    shutil.rmtree(scratch, ignore_errors=True)   # would make its trainer stop at an interactive prompt
     valid = valid_samples(args.data, args.num_demos)
-    config = robomimic_config(args.recipe, args.data, args.output / ".robomimic", name, args.num_demos, args.epochs,
+    config = robomimic_config(args.recipe, args.data, scratch.parent, name, args.num_demos, args.epochs,
                               args.save_every, valid)
     if not config["experiment"]["validate"]:
         print(f"note: the validation split holds {valid} samples, less than a batch: trained without validation loss")
@@ -219,10 +221,10 @@ def train(args: argparse.Namespace, name: str) -> int:
     train_seconds = time.perf_counter() - start
     if "finished run successfully!" not in output:  # robomimic's trainer exits 0 even when a run fails
         raise TrainError(f"robomimic training failed: see {run / 'train.log'}")
-    produced = max((args.output / ".robomimic" / name).iterdir())  # <output_dir>/<name>/<timestamp>/
+    produced = max(scratch.iterdir())  # <output_dir>/<name>/<timestamp>/
     shutil.move(str(produced / "models"), run / "models")
     shutil.move(str(produced / "logs"), run / "logs")
-    shutil.rmtree(args.output / ".robomimic" / name)
+    shutil.rmtree(scratch)
     epochs = config["train"]["num_epochs"]
     curve = {}
     start_eval = time.perf_counter()
