@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
 
 from bench.record_overhead import RECORDER_HOOKS  # noqa: E402
 from bench.timing import time_calls  # noqa: E402
-from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
+from l2.format.schema import LIFT_CAMERA_TERMS  # noqa: E402
 
 TASK = "L2-Lift-Cube-Franka-IK-Abs-Scripted"
 WARMUP_STEPS = 5
@@ -43,8 +43,8 @@ WARMUP_STEPS = 5
 
 def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
     """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total."""
-    from l2 import sim
-    from l2.recording import configure_recording
+    from l2.recording import sim
+    from l2.recording.handler import configure_recording
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 
     overrides = [] if cameras else ["presets=no_cameras"]
@@ -75,8 +75,8 @@ def measure_memory(num_envs: int, mode: str, steps: int, out: Path) -> dict:
     from isaaclab.managers import RecorderTerm, RecorderTermCfg
     from isaaclab.utils import configclass
 
-    from l2 import sim
-    from l2.recording import L2RecorderManagerCfg, configure_recording
+    from l2.recording import sim
+    from l2.recording.handler import L2RecorderManagerCfg, configure_recording
 
     class FramesInRamRecorder(RecorderTerm):
         """The baseline: the camera group recorded like any other value, held in RAM until export."""

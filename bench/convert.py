@@ -94,7 +94,7 @@ def read_and_write(files: list[str], tables: list[pa.Table], dst: Path) -> float
     its rows: the least any HDF5 -> parquet converter does (no checks, stats or metadata)."""
     import h5py
 
-    from l2.schema import sorted_demo_names
+    from l2.format.schema import sorted_demo_names
 
     shutil.rmtree(dst, ignore_errors=True)
     dst.mkdir(parents=True)
@@ -243,7 +243,7 @@ def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int],
     the same videos one after another: what each gets out of the whole machine."""
     import h5py
 
-    from l2.schema import sorted_demo_names
+    from l2.format.schema import sorted_demo_names
 
     cores = len(os.sched_getaffinity(0))
     files = make_files(work / "machine_in", episodes, length, camera=True, storage=storage, frame_size=size)

@@ -11,7 +11,7 @@ collecting, and kills it with SIGKILL, in turns:
   - ``in-write``: the child kills itself in the middle of writing a demo group (while h5py creates the
     n-th dataset of its k-th episode, n and k random): the worst moment for the file.
 
-After each kill the file must pass ``l2.validate``, every demo the run had reported as written (its
+After each kill the file must pass ``l2.format.validate``, every demo the run had reported as written (its
 progress bar, updated after each flushed episode) must still be in it (``lost`` counts those that are
 not), and the next round appends to the same file. Nothing here is timed: the delays only pick moments.
 """
@@ -42,7 +42,7 @@ import ctypes, os, signal, sys
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the campaign, never left running
 sys.path.insert(0, {repo!r})
 import h5py
-from l2 import recording
+from l2.recording.handler import handler as recording
 episode, dataset = int(os.environ["CRASH_EPISODE"]), int(os.environ["CRASH_DATASET"])
 write, create = recording.L2DatasetFileHandler.write_episode, h5py.Group.create_dataset
 seen = {{"episodes": 0, "datasets": 0}}
@@ -90,7 +90,7 @@ def demos_in(path: Path) -> int:
 
 
 def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: str, seed: int) -> Round:
-    from l2.cli import validator_verdict
+    from l2.recording.cli import validator_verdict
 
     before = demos_in(path)
     episode, dataset = (rng.randint(1, 4), rng.randint(1, 12)) if mode == "in-write" else (0, 0)

@@ -6,11 +6,11 @@
 For each reader (L2 HDF5 with cameras, a platform export chunk, a platform export .tar.gz, an ALOHA
 file with JPEG frames) it takes a valid input and mutates a copy, seeded: byte flips, truncation, zeroed
 blocks, a dataset replaced by one of another dtype or shape, NaN/inf in a float dataset, a deleted or
-mistyped attribute, a deleted dataset or group. Each mutant goes through ``l2.validate`` (L2 files) and
+mistyped attribute, a deleted dataset or group. Each mutant goes through ``l2.format.validate`` (L2 files) and
 ``l3/convert.py`` (the reader's shipped config), in this process, and must:
 
   - never raise (a traceback is a failure);
-  - l2.validate: exit 0 or 1, every violation line ``FILE:/hdf5/path: message``;
+  - l2.format.validate: exit 0 or 1, every violation line ``FILE:/hdf5/path: message``;
   - l3/convert.py: exit 0 with a dataset that l3.validate accepts, or exit 2 with exactly one line
     ``error: FILE:/hdf5/path: message`` (``notice:`` lines aside) and nothing left in the output folder;
   - with ``--skip-bad`` and a good input beside it: exit 0 and every episode of the good input converted.
@@ -186,7 +186,7 @@ def _run(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int | None, s
 
 def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[str], bool]:
     """The rules of this campaign for one mutated input; returns (problems, converted)."""
-    import l2.validate as l2_validate
+    import l2.format.validate as l2_validate
     import l3.convert as l3_convert
     from l3 import layout
     from l3.validate import validate
@@ -195,13 +195,13 @@ def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[st
     if reader.l2:
         rc, out, err, exc = _run(l2_validate.main, [str(mutant)])
         if exc:
-            problems.append(f"l2.validate raised {exc}")
+            problems.append(f"l2.format.validate raised {exc}")
         elif rc not in (0, 1):
-            problems.append(f"l2.validate exit {rc}")
+            problems.append(f"l2.format.validate exit {rc}")
         else:
             for line in out.splitlines():
                 if not line.startswith(f"{mutant}:") or (": OK," not in line and ":/" not in line):
-                    problems.append(f"l2.validate line without FILE:/path: {line[:200]}")
+                    problems.append(f"l2.format.validate line without FILE:/path: {line[:200]}")
     out_dir = work / "out"
     rc, _, err, exc = _run(l3_convert.main, [str(mutant), "--config", str(reader.config), "-o", str(out_dir), "-q"])
     lines = [line for line in err.splitlines() if line and not line.startswith("notice:")]

@@ -145,7 +145,7 @@ def sim_step(num_envs: int, steps: int, size: int) -> float:
     """Median seconds of one env step of the lift task with both cameras at ``size`` (a hold action)."""
     code = f"""
 import statistics, time, torch
-from l2 import sim
+from l2.recording import sim
 cams = [f"env.scene.{{c}}.{{s}}={size}" for c in ("table_cam", "wrist_cam") for s in ("height", "width")]
 cfg = sim.load_env_cfg(sim.DEFAULT_TASK, "cpu", {num_envs}, 0, cams)
 with sim.make_env(cfg, sim.DEFAULT_TASK) as env:

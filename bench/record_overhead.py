@@ -38,8 +38,8 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
     """Run the scripted loop once and return its env-frames/s (after a short warm-up)."""
     from isaaclab.envs.mdp.recorders.recorders_cfg import ActionStateRecorderManagerCfg
 
-    from l2 import sim
-    from l2.recording import configure_recording
+    from l2.recording import sim
+    from l2.recording.handler import configure_recording
     from l2.scripted.run import DEFAULT_TASK
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 

@@ -2,7 +2,7 @@
 
 Each worker is a Ray task that runs a collector (``l2/scripted/run.py``, ``l2/rl/rollout.py`` or a teleop
 trace replay, ``l2/teleop/run.py``) in its own process, one simulator per process as Isaac Lab requires,
-writing ``DIR/shard_<k>.hdf5``: a plain L2 file (``python -m l2.validate``), every demo recording the seed
+writing ``DIR/shard_<k>.hdf5``: a plain L2 file (``python -m l2.format.validate``), every demo recording the seed
 it was collected with. The N demos are split over the shards; a shard that already holds its share is
 kept, a partial one (a killed worker's: each episode is flushed as it is written) is continued with
 ``--append`` under a new seed, a missing one is collected again. Rerunning the same command therefore
@@ -33,9 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
-
-from l2 import schema
+from l2.format import atomic, schema
+from l2.format.l2file import L2File, L2FileError
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTORS = {
@@ -78,19 +77,23 @@ def shard_path(output: Path, k: int) -> Path:
 
 
 def count_demos(path: Path) -> int:
-    """Demos in an L2 file (0 when it does not exist). Read without HDF5's file lock, so that the driver can
-    poll a shard that its collector is writing; a read that catches it mid-write raises."""
+    """Demos in an L2 file (0 when it does not exist or has no /data yet). Read without HDF5's file lock, so
+    that the driver can poll a shard that its collector is writing; a read that catches it mid-write raises."""
     if not path.exists():
         return 0
-    with h5py.File(path, "r", locking=False) as f:
-        return len(schema.sorted_demo_names(f[schema.DATA_GROUP].keys())) if schema.DATA_GROUP in f else 0
+    try:
+        with L2File(path, guard=False, locking=False) as f:
+            return len(f.demos)
+    except L2FileError as exc:
+        if exc.path == f"/{schema.DATA_GROUP}":
+            return 0
+        raise
 
 
 def shard_seeds(path: Path) -> list[int]:
     """The seed recorded on each demo of a shard, in demo order."""
-    with h5py.File(path, "r") as f:
-        data = f[schema.DATA_GROUP]
-        return [int(data[n].attrs[schema.ATTR_SEED]) for n in schema.sorted_demo_names(data.keys())]
+    with L2File(path, guard=False) as f:  # validated by its worker
+        return [int(f.group(n).attrs[schema.ATTR_SEED]) for n in f.demos]
 
 
 # --------------------------------------------------------------------------- worker
@@ -208,7 +211,7 @@ def _checked_count(path: Path, target: int) -> int:
     """Demos in a shard that is a valid L2 file (a collector's files are valid after any kill)."""
     if not path.exists():
         return 0
-    from l2.validate import validate_file
+    from l2.format.validate import validate_file
 
     report = validate_file(path)
     if not report.ok:
@@ -242,7 +245,7 @@ class Progress:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from l2 import cli  # not at the top: the Ray workers import this module, and cli imports Isaac Lab
+    from l2.recording import cli  # not at the top: the Ray workers import this module, and cli imports Isaac Lab
 
     parser = cli.runner_parser(__doc__, "python -m l2.distributed")
     parser.prog = "python -m l2.distributed"
@@ -317,9 +320,7 @@ def prepare_output(args: argparse.Namespace) -> Path:
         if extra:
             raise DistributedError(f"{output}: holds {extra[0]} but no {MANIFEST}: not a distributed collection")
         (output / LOGS).mkdir(parents=True, exist_ok=True)
-        tmp = manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps(want, indent=2) + "\n")
-        os.replace(tmp, manifest)
+        atomic.write_text(manifest, json.dumps(want, indent=2) + "\n")
     (output / LOGS).mkdir(exist_ok=True)
     tag = schema.source_from_filename(output.resolve().name)
     if tag != SOURCE_TAGS[args.source]:
@@ -406,7 +407,7 @@ def _failed(index: int, spec: ShardSpec, exc: Exception) -> ShardResult:
 def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: float) -> int:
     """The per-worker table and the summary; 0 only for exactly N demos in shards that validated (each
     worker validates its shard after its last collector run)."""
-    from l2 import cli
+    from l2.recording import cli
 
     output = Path(args.output)
     head = ("shard", "demos", "new", "attempts", "env-frames/s", "runs", "process s", "seeds")
@@ -426,7 +427,8 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
         ("wall time", f"{seconds:.1f} s since Ray was up"
          + (f" ({60 * new / seconds:.1f} new demos/min)" if new and seconds else "")),
         ("env-frames/s", f"{frames / sim:.0f} over all workers" if sim else "- (nothing collected)"),
-        ("output", f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.validate), collector logs in "
+        ("output", f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.format.validate), "
+                   f"collector logs in "
          f"{output / LOGS}"),
     ])
     errors = [r.error for r in results if r.error]

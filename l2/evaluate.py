@@ -36,8 +36,9 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from l2 import cli, schema, sim
+from l2.format import schema
 from l2.policy.report import EpisodeResult, EvaluationReport, rate_text
+from l2.recording import cli, sim
 
 if TYPE_CHECKING:
     import torch
@@ -218,7 +219,7 @@ class Evaluator:
 
     def __init__(self, env: ManagerBasedRLEnv, actor, report: EvaluationReport, action_horizon: int | None = None,
                  demos: list[Demo] | None = None, videos: VideoSink | None = None, on_result=None):
-        from l2.recording import EpisodeGateRecorder
+        from l2.recording.handler import EpisodeGateRecorder
 
         self.env, self.actor, self.report = env, actor, report
         self.action_horizon = action_horizon
@@ -431,7 +432,7 @@ def evaluate(args: argparse.Namespace) -> int:
     needs_cameras = bool(args.videos or args.record or (adapter is not None and adapter.mapping.cameras))
     env_cfg = sim.load_env_cfg(task, args.device, num_envs, args.seed, _with_presets(args.overrides, needs_cameras))
     if args.record:
-        from l2.recording import EpisodeGateRecorderCfg, configure_recording
+        from l2.recording.handler import EpisodeGateRecorderCfg, configure_recording
 
         recorders = None
         if spec.kind == "rsl_rl":

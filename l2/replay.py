@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +33,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from l2 import cli, schema
+from l2.format import schema
+from l2.recording import cli
 
 if TYPE_CHECKING:
     import torch
@@ -117,19 +117,20 @@ def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple
     Raises :class:`ReplayError` for a file that does not validate, of another task, or lacking what a
     replay needs.
     """
-    from l2.validate import validate_file
+    from l2.format.l2file import L2File
+    from l2.format.validate import validate_file
 
     path = str(path)
     report = validate_file(path)
     if not report.ok:
         raise ReplayError(str(report.violations[0]))
-    with h5py.File(path, "r") as f:
-        data = f[schema.DATA_GROUP]
-        env_name = json.loads(data.attrs.get(schema.ATTR_ENV_ARGS, "{}")).get("env_name")
+    with L2File(path, guard=False) as f:  # validate_file read it through
+        data = f.data
+        env_name = f.env_name
         if not env_name:
             raise ReplayError(f"{path}:/{schema.DATA_GROUP}: env_args names no env_name: nothing to rebuild")
         task = replay_task(env_name, path)
-        names = schema.sorted_demo_names(data.keys())
+        names = f.demos
         if episodes is not None:
             missing = [i for i in episodes if schema.demo_name(i) not in data]
             if missing:
@@ -164,7 +165,7 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
     from isaaclab_tasks.utils import load_cfg_from_registry
 
-    from l2 import sim
+    from l2.recording import sim
 
     sim.register_tasks()
     spec = gym.registry.get(env_name)
@@ -183,8 +184,8 @@ def replay_env_cfg(task: str, device: str, num_envs: int, overrides: Sequence[st
     """The task's cfg for replay, and its ``success`` term: cameras off, and no termination, so that no env
     is reset in the middle of a demo; the replay evaluates ``success`` itself after every step, as the
     teleop variant does."""
-    from l2 import sim
     from l2.lift.camera_cfg import NO_CAMERAS
+    from l2.recording import sim
 
     env_cfg = sim.load_env_cfg(task, device, num_envs, seed=None, overrides=[f"presets={NO_CAMERAS}", *overrides])
     success = getattr(env_cfg, "success_term", None) or env_cfg.terminations.success
@@ -307,7 +308,7 @@ def replay_demos(demos: Sequence[Demo], task: str, device: str = "cpu", num_envs
                  hold_steps: int = 0) -> tuple[list[DemoReplay], DemoReplayer]:
     """Build the replay env of ``task`` (see :func:`replay_task`) with at most ``num_envs`` envs and replay
     ``demos`` in it; the results, in the order of ``demos``, and the replayer (its timing)."""
-    from l2 import sim
+    from l2.recording import sim
 
     env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides)
     with sim.make_env(env_cfg, task) as env:

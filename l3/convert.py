@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import sys
 
-if __package__ in (None, ""):  # run as `python l3/convert.py`: the repo root, not l3/, goes on sys.path
-    # (l3/ first would shadow the standard library's `inspect` with l3/inspect.py)
-    import os.path
+if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo importable
+    from pathlib import Path
 
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import fnmatch
@@ -31,71 +30,23 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm  # noqa: E402
 
-from l2.hdf5_guard import read_through_all  # noqa: E402
+from l2.format import atomic  # noqa: E402
+from l2.format.hdf5_guard import read_through_all  # noqa: E402
 from l3 import inputs as l3_inputs  # noqa: E402
+from l3 import v30  # noqa: E402
 from l3 import validate as l3_validate  # noqa: E402
-from l3.errors import ConfigError, InputError  # noqa: E402
+from l3.errors import ConfigError, InputError, OutputInvalid, UsageError  # noqa: E402
 from l3.layout import META, Layout  # noqa: E402
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
+from l3.output import SourceCount, Summary, replace_output  # noqa: E402
 from l3.readers.common import EpisodeRef  # noqa: E402
 from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode  # noqa: E402
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
-
-
-class UsageError(Exception):
-    """Bad command line or output location (reported as one line, exit 2)."""
-
-
-class OutputInvalid(Exception):
-    """The written dataset did not pass l3.validate (exit 1)."""
-
-
-@dataclass
-class SourceCount:
-    files: int = 0
-    episodes: int = 0
-    kept: int = 0
-    failed_dropped: int = 0
-    failed_kept: int = 0
-    bad: int = 0
-    frames: int = 0
-
-
-@dataclass
-class Summary:
-    """What a conversion did (printed as the end table)."""
-
-    output: Path
-    episodes: int = 0
-    frames: int = 0
-    video_frames: int = 0
-    nbytes: int = 0
-    seconds: float = 0.0
-    per_source: dict[str, SourceCount] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-
-    def table(self) -> str:
-        head = ("source", "files", "episodes", "kept", "failed dropped", "failed kept", "bad skipped", "frames")
-        rows = [(s, c.files, c.episodes, c.kept, c.failed_dropped, c.failed_kept, c.bad, c.frames)
-                for s, c in sorted(self.per_source.items())]
-        tot = [sum(r[i] for r in rows) for i in range(1, len(head))]
-        rows.append(("total", *tot))
-        widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-        fmt = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
-                                  for i, (v, w) in enumerate(zip(r, widths, strict=True)))
-        lines = [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows)]
-        rate = self.frames / self.seconds if self.seconds else 0.0
-        lines.append(f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
-                     f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)")
-        lines += [f"skipped (bad input): {s}" for s in self.skipped]
-        return "\n".join(lines)
 
 
 def _nothing_left(summary: Summary, other_sources: dict[str, int], low_score: int, min_score: float | None) -> str:
@@ -223,7 +174,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
             source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
             skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
             input_format: str | None = None, min_score: float | None = None, engine: str = "local",
-            address: str | None = None, filter_key: str | None = None) -> Summary:
+            address: str | None = None, filter_key: str | None = None, codebase_version: str = "v2.1") -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
     Each input's format is detected from its structure (``input_format`` forces one, see
@@ -232,11 +183,21 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     With ``skip_bad`` every candidate is read and checked first (frames included), so that the
     episodes written are numbered once, without the bad ones. ``engine="ray"`` runs the per-episode work
     as Ray tasks (:mod:`l3.ray_engine`; on the cluster at ``address``, else a local instance) and writes
-    the same bytes.
+    the same bytes. ``codebase_version="v3.0"``: the v2.1 dataset is written beside ``output`` first, then
+    converted by LeRobot's own converter in its venv and checked against it (:mod:`l3.v30`).
 
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
     """
+    if codebase_version not in ("v2.1", "v3.0"):
+        raise UsageError(f"--codebase-version {codebase_version}: v2.1 or v3.0")
+    if codebase_version == "v3.0":
+        stage = v30.stage_path(output, overwrite)  # fails fast: no venv, or an existing output
+        summary = convert(inputs, stage, config=config, success_only=success_only, sources=sources,
+                          max_episodes=max_episodes, source_overrides=source_overrides, workers=workers,
+                          skip_bad=skip_bad, progress=progress, log=log, input_format=input_format,
+                          min_score=min_score, engine=engine, address=address, filter_key=filter_key)
+        return v30.finish(summary, output, overwrite, log)
     t0 = time.perf_counter()
     log = log or (lambda msg: print(msg, file=sys.stderr))
     output = Path(output)
@@ -259,7 +220,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     low_score = 0
     other_sources: dict[str, int] = {}  # source tag -> episodes left out by --sources
     files = resolve_inputs(inputs)
-    read_through_all(files)  # each file's HDF5 read-through check (l2.hdf5_guard), on every core at once
+    read_through_all(files)  # each file's HDF5 read-through check (l2.format.hdf5_guard), on every core at once
     for file in files:
         try:
             inp = l3_inputs.Input(file, input_format)
@@ -333,7 +294,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     # 4. into a temporary folder beside the target: number the episodes, write each one once (in
     #    parallel, in order), meta/; then validate and rename into place
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
+    tmp = atomic.temp_path(output)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     meta = None
@@ -357,7 +318,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         if violations:
             shown = "\n".join(f"  {v}" for v in violations[:20])
             raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")
-        _replace(tmp, output, overwrite)
+        replace_output(tmp, output, overwrite)
     except BaseException:
         if meta is not None:
             meta.abort()
@@ -367,22 +328,6 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
     summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())
     summary.seconds = time.perf_counter() - t0
     return summary
-
-
-def _replace(tmp: Path, output: Path, overwrite: bool) -> None:
-    """Rename ``tmp`` to ``output``; an existing output is moved aside first and removed after."""
-    old = None
-    if output.exists() or output.is_symlink():
-        if not overwrite:
-            raise UsageError(f"output {output} already exists (use --overwrite to replace it)")
-        old = output.parent / f".{output.name}.old-{os.getpid()}"
-        os.replace(output, old)
-    os.replace(tmp, output)
-    if old is not None:
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old)
-        else:
-            old.unlink()
 
 
 # --------------------------------------------------------------------------- CLI
@@ -429,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-score", type=float, metavar="X",
                    help="drop platform-export episodes whose score attribute is below X (or missing)")
     p.add_argument("--filter-key", metavar="NAME", help="convert only the demos of L2 files listed in robomimic's "
-                   "filter key mask/NAME, e.g. train (written by python -m l2.split)")
+                   "filter key mask/NAME, e.g. train (written by python -m l2.tools.split)")
     p.add_argument("-j", "--workers", type=int, default=1,
                    help="worker processes (default 1); pays off with cameras (video encoding), less so for "
                    "state-only data; the output is byte-identical for any number")
@@ -478,19 +423,13 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--workers must be >= 1")
         if args.address and args.engine != "ray":
             raise UsageError("--address goes with --engine ray")
-        v3 = args.codebase_version == "v3.0"
-        if v3:
-            from l3 import v30  # imports this module
-        output = v30.stage_path(args.output, args.overwrite) if v3 else args.output  # v2.1 first, then converted
         summary = convert(
-            args.inputs, output, config=args.config, success_only=args.success_only,
+            args.inputs, args.output, config=args.config, success_only=args.success_only,
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
             max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
             overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
             input_format=args.input_format, min_score=args.min_score, engine=args.engine, address=args.address,
-            filter_key=args.filter_key)
-        if v3:
-            summary = v30.finish(summary, args.output, args.overwrite)
+            filter_key=args.filter_key, codebase_version=args.codebase_version)
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -509,8 +448,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the package's module, not this __main__ copy: l3.v30 imports l3.convert, and the errors it raises
-    # must be the classes main() catches.
-    from l3.convert import main as package_main
-
-    sys.exit(package_main())
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from l2.validate import one_line
+from l2.format.l2file import one_line
 
 
 class InputError(Exception):
@@ -19,3 +19,12 @@ class InputError(Exception):
 
 class ConfigError(Exception):
     """Invalid mapping configuration (message names the file and key)."""
+
+
+class UsageError(Exception):
+    """Bad command line or output location (reported as one line, exit 2)."""
+
+
+class OutputInvalid(Exception):
+    """The written dataset did not pass l3.validate (exit 1)."""
+

@@ -29,8 +29,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from l3 import layout as lay
-from l3.convert import OutputInvalid, Summary, UsageError, _replace
-from l3.convert import convert as convert_v21
+from l3 import meta
+from l3.errors import OutputInvalid, UsageError
+from l3.output import Summary, replace_output
 
 CODEBASE_VERSION = "v3.0"
 REPO = Path(__file__).resolve().parent.parent
@@ -114,8 +115,7 @@ def run_converter(stage: Path, fields: Path, python: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="l3-lerobot-") as hf:
         env = {**os.environ, "HF_HOME": hf, "HF_LEROBOT_HOME": f"{hf}/lerobot", "HF_HUB_OFFLINE": "1",
                "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": "", "TQDM_DISABLE": "1"}
-        # -P: the script's folder (l3/, whose inspect.py would shadow the standard library's) stays off sys.path
-        r = subprocess.run([python, "-P", str(JOB), str(stage), str(fields)], capture_output=True, text=True, env=env)
+        r = subprocess.run([python, str(JOB), str(stage), str(fields)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tail = "\n".join(r.stderr.strip().splitlines()[-15:])
         raise OutputInvalid(f"LeRobot's v2.1 -> v3.0 converter ({python}) failed:\n{tail}")
@@ -126,9 +126,9 @@ def complete(root: Path, v21: Path) -> None:
     """Put back what LeRobot's converter leaves out: meta/modality.json (GR00T's key slices, unused by LeRobot) and
     the dataset-wide q01/q99 of our stats.json."""
     shutil.copy2(v21 / lay.MODALITY_PATH, root / lay.MODALITY_PATH)
-    ours = json.loads((v21 / lay.STATS_PATH).read_text())
+    ours = meta.read_json(v21, lay.STATS_PATH)
     path = root / lay.STATS_PATH
-    stats = json.loads(path.read_text())
+    stats = meta.read_json(root, lay.STATS_PATH)
     for feature, s in ours.items():
         for k in KEPT_STATS:
             if k in s and feature in stats:
@@ -137,7 +137,7 @@ def complete(root: Path, v21: Path) -> None:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return meta.read_jsonl_strict(path.parent, path.name)
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -165,7 +165,7 @@ def check(root: Path, v21: Path, fields: Path) -> list[str]:
     ``fields``; empty: nothing): totals, tasks, every episode's fields (source tags included) and length, data rows,
     video files."""
     bad: list[str] = []
-    info, old = (json.loads((r / lay.INFO_PATH).read_text()) for r in (root, v21))
+    info, old = (meta.read_json(r, lay.INFO_PATH) for r in (root, v21))
     if info.get("codebase_version") != CODEBASE_VERSION:
         bad.append(f"{lay.INFO_PATH}: codebase_version {info.get('codebase_version')!r}, expected {CODEBASE_VERSION}")
     for k in ("total_episodes", "total_frames", "total_tasks", "fps", "robot_type"):
@@ -230,7 +230,7 @@ def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[
         if problems:
             shown = "\n".join(f"  {p}" for p in problems[:20])
             raise OutputInvalid(f"v3.0 dataset differs from the v2.1 one it came from ({len(problems)}):\n{shown}")
-        _replace(stage, output, overwrite)
+        replace_output(stage, output, overwrite)
     finally:
         _remove(stage, _old(stage), _new(stage), _fields(stage))
     summary.output = output
@@ -239,10 +239,3 @@ def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[
     log(f"LeRobot v3.0: lerobot {seen['lerobot']}'s converter and checks took {time.perf_counter() - t0:.1f} s")
     return summary
 
-
-def convert(inputs: Iterable[str], output: str | Path, *, overwrite: bool = False,
-            log: Callable[[str], None] | None = None, **kwargs: Any) -> Summary:
-    """:func:`l3.convert.convert` with LeRobot v3.0 output (same arguments)."""
-    stage = stage_path(output, overwrite)
-    summary = convert_v21(inputs, stage, overwrite=False, log=log, **kwargs)
-    return finish(summary, output, overwrite, log)

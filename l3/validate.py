@@ -19,7 +19,6 @@ values, every row of the index columns, next.done on the last row only.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from l3 import layout  # noqa: E402
+from l3 import layout, meta  # noqa: E402
 from l3.mapping import ROTATION_WIDTHS  # noqa: E402
 
 
@@ -57,33 +56,20 @@ class _Checker:
         self.out.append(Violation(path, message))
 
     def json(self, rel: str):
-        p = self.root / rel
-        if not p.is_file():
-            self.bad(rel, "missing")
-            return None
         try:
-            return json.loads(p.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            self.bad(rel, f"not valid JSON ({e})")
+            return meta.read_json(self.root, rel)
+        except meta.MetaError as e:
+            self.bad(e.where, e.message)
             return None
 
     def jsonl(self, rel: str) -> list[dict] | None:
-        p = self.root / rel
-        if not p.is_file():
-            self.bad(rel, "missing")
+        try:
+            rows, problems = meta.read_jsonl(self.root, rel)
+        except meta.MetaError as e:
+            self.bad(e.where, e.message)
             return None
-        rows = []
-        text = p.read_text(encoding="utf-8")
-        for n, line in enumerate(text.split("\n"), 1):
-            if line == "" and n == text.count("\n") + 1:
-                break  # the end of the last line
-            if not line.strip():
-                self.bad(f"{rel}:{n}", "blank line (GR00T loaders crash on it)")
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError as e:
-                self.bad(f"{rel}:{n}", f"not valid JSON ({e})")
+        for e in problems:
+            self.bad(e.where, e.message)
         return rows
 
 

@@ -37,5 +37,5 @@ if [ "$m" -gt 0 ]; then
   "$PY" -m l2.mimic --input "$OUT/scripted_lift_cube.hdf5" --num_demos "$m" --output "$OUT/mimic_lift_cube.hdf5" \
     $(append mimic) presets=no_cameras
 fi
-"$PY" -m l2.merge "$OUT"/{scripted,rl,teleop,mimic}_lift_cube.hdf5 -o data/bc/mix_lift_cube.hdf5 --overwrite \
+"$PY" -m l2.tools.merge "$OUT"/{scripted,rl,teleop,mimic}_lift_cube.hdf5 -o data/bc/mix_lift_cube.hdf5 --overwrite \
   --env-name L2-Lift-Cube-Franka-IK-Abs

@@ -35,7 +35,7 @@ start=$(date +%s)
 for f in data/demos/*.hdf5; do
   [ -f "$f" ] || continue
   expect="$CAMERAS,object_orientation,ee_position,ee_orientation"
-  if ! "$PY" -m l2.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
+  if ! "$PY" -m l2.format.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
     mkdir -p data/demos_earlier
     dest="data/demos_earlier/$(basename "$f")"
     [ -e "$dest" ] && dest="${dest%.hdf5}.$(date +%Y%m%d-%H%M%S).hdf5"  # never replace an earlier one
@@ -58,7 +58,7 @@ echo "== 1c/6 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/
   --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append)
 
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
-"$PY" -m l2.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"
+"$PY" -m l2.format.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"
 
 echo "== 2b/6 replay this run's scripted demos from their initial states (do their successes reproduce?)"
 n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
@@ -83,8 +83,8 @@ trap 'kill "$server" 2>/dev/null || true' EXIT
 kill "$server" 2>/dev/null || true
 
 echo "== 6/6 inspection reports: what was collected and what GR00T will read, as HTML pages"
-"$PY" -m l2.inspect data/demos/*.hdf5 --output "$REPORTS/l2_demos.html" --overwrite --quiet
-"$PY" -m l3.inspect "$GR00T" --output "$REPORTS/lift_cube_gr00t.html" --overwrite --quiet
+"$PY" -m l2.tools.inspect_demos data/demos/*.hdf5 --output "$REPORTS/l2_demos.html" --overwrite --quiet
+"$PY" -m l3.inspect_dataset "$GR00T" --output "$REPORTS/lift_cube_gr00t.html" --overwrite --quiet
 
 echo
 echo "main job done in $(( $(date +%s) - start )) s"
@@ -93,4 +93,4 @@ echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp
 rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(f"{r[\"successes\"]}/{r[\"episodes\"]}")' "$1"; }
 echo "  closed loop:            PPO $(rate "$EVAL/ppo.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 echo "  reports (open in a browser): $REPO/$REPORTS/l2_demos.html, $REPO/$REPORTS/lift_cube_gr00t.html"
-echo "  see what the cameras saw: $PY -m l2.frame_strip $DEMOS --output cameras.png"
+echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --output cameras.png"

@@ -88,7 +88,7 @@ ensure_assets() {
 }
 
 ensure_warp_kernels() {
-  "$VENV/bin/python" -m l2.warmup --quiet
+  "$VENV/bin/python" -m l2.recording.warmup --quiet
 }
 
 # Debian's package (root, or sudo); skipped when /usr/bin/chromium is there.

@@ -8,7 +8,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from l2 import schema
+from l2.format import schema
 
 ENV_NAME = "Isaac-Lift-Cube-Franka-IK-Abs-v0"
 CAMERAS = ("table_cam", "wrist_cam")

@@ -15,9 +15,9 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 from conftest import lerobot_python, run_probe  # noqa: E402
 
-from l2 import sim  # noqa: E402
+from l2.format.schema import LIFT_CAMERA_TERMS  # noqa: E402
 from l2.lift.camera_cfg import CAMERA_HEIGHT, CAMERA_WIDTH  # noqa: E402
-from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
+from l2.recording import sim  # noqa: E402
 from l3 import layout  # noqa: E402
 from l3.convert import convert  # noqa: E402
 from l3.validate import validate  # noqa: E402
@@ -191,7 +191,7 @@ def _rss_bytes() -> int:
 
 def test_recording_memory_does_not_grow_with_the_episode(tmp_path):
     """Long episodes with both cameras: what the recorder holds in RAM stays at the state terms' size."""
-    from l2.recording import configure_recording
+    from l2.recording.handler import configure_recording
 
     steps, warmup = 100, 10
     env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs=2, seed=1, overrides=["env.episode_length_s=60"])

@@ -21,8 +21,8 @@ from conftest import free_port
 
 pytest.importorskip("isaaclab")
 
+from l2.format.validate import validate_file  # noqa: E402
 from l2.policy import protocol  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
 from l3.convert import convert  # noqa: E402
 from l3.validate import validate  # noqa: E402
 from l3.video import probe  # noqa: E402

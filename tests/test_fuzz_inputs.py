@@ -1,7 +1,7 @@
 """A fast subset of the fuzz campaign (bench/fuzz_inputs.py): mutated inputs of every reader fail cleanly.
 
 Each mutation kind once per reader: byte flips, truncation, zeroed blocks, wrong dtype/shape, NaN, a deleted
-or mistyped attribute, a deleted node. Every mutant must give ``l2.validate`` exit 0/1 with ``FILE:/path``
+or mistyped attribute, a deleted node. Every mutant must give ``l2.format.validate`` exit 0/1 with ``FILE:/path``
 lines, and ``l3/convert.py`` either a valid dataset or exit 2 with one ``error: FILE:/hdf5/path: message``
 line and nothing left behind; ``--skip-bad`` beside a good input converts every good episode.
 """

@@ -14,8 +14,8 @@ import pytest
 from l3_fixtures import make_l2_file
 from l3_real_fixtures import make_platform_chunk, make_tar_gz
 
-from l2 import validate
-from l2.hdf5_guard import TIMEOUT_ENV, read_through
+from l2.format import validate
+from l2.format.hdf5_guard import TIMEOUT_ENV, read_through
 from l3.convert import main as convert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def zero_global_heap(path: Path) -> Path:
 def test_library_really_loops_on_it(tmp_path):
     """The premise: reading such a file through in-process never returns."""
     bad = zero_global_heap(make_platform_chunk(tmp_path / "chunk_001.hdf5", 1, [5], size=(16, 24)))
-    code = "import sys; from l2.hdf5_guard import walk_metadata; walk_metadata(sys.argv[1])"
+    code = "import sys; from l2.format.hdf5_guard import walk_metadata; walk_metadata(sys.argv[1])"
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", code, str(bad)], timeout=10, capture_output=True)
     assert read_through(str(bad), timeout=5) is not None
@@ -77,7 +77,7 @@ def test_converter_refuses_in_one_line(archive, tmp_path, monkeypatch, capsys):
 def test_files_checked_ahead_together(tmp_path, monkeypatch, capsys):
     """``read_through_all`` checks several files at once (one child each); each file's ``read_through`` then answers
     from that check once, and the validator names only the looping file."""
-    from l2 import hdf5_guard
+    from l2.format import hdf5_guard
 
     monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
     good = str(make_l2_file(tmp_path / "scripted_a.hdf5", 2))

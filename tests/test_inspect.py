@@ -1,4 +1,4 @@
-"""Inspection reports (python -m l2.inspect / l3.inspect), opened in headless Chromium.
+"""Inspection reports (python -m l2.tools.inspect_demos / l3.inspect_dataset), opened in headless Chromium.
 
 The reports are made by the real CLIs from small L2 files with cameras and from an L3 dataset that the
 real converter wrote from them; Chromium (installed by scripts/setup.sh) must load every embedded image,
@@ -19,7 +19,7 @@ from browser import images_loaded, screenshot
 from l3_fixtures import CAMERAS, make_l2_file
 from PIL import Image
 
-from l2.report import ValueSample
+from l2.tools.report import ValueSample
 from l3.convert import convert
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ def check_in_browser(page: Path, images: int) -> None:
 
 def test_l2_report_opens_in_chromium(l2_files, tmp_path):
     out = tmp_path / "l2.html"
-    r = run("l2.inspect", *map(str, l2_files), "--output", str(out), "--quiet")
+    r = run("l2.tools.inspect_demos", *map(str, l2_files), "--output", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{out}: 8 episodes (") and "2 frame strips" in r.stdout
     text = out.read_text()
@@ -78,7 +78,7 @@ def test_l2_report_opens_in_chromium(l2_files, tmp_path):
 
 
 def test_l2_traces_are_named_from_the_schema(l2_files):
-    from l2.inspect import build
+    from l2.tools.inspect_demos import build
 
     b = build([str(f) for f in l2_files], traced=3, progress=False)
     assert [e.label for e in b.trajectories] == ["scripted_lift_cube.hdf5 demo_0", "scripted_lift_cube.hdf5 demo_4",
@@ -92,7 +92,7 @@ def test_l2_traces_are_named_from_the_schema(l2_files):
 
 def test_l3_report_opens_in_chromium(l3_dataset, tmp_path):
     out = tmp_path / "l3.html"
-    r = run("l3.inspect", str(l3_dataset), "--output", str(out), "--quiet")
+    r = run("l3.inspect_dataset", str(l3_dataset), "--output", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{out}: 8 episodes (") and "2 frame strips" in r.stdout
     text = out.read_text()
@@ -108,9 +108,9 @@ def test_l3_report_opens_in_chromium(l3_dataset, tmp_path):
 
 
 def test_l3_report_without_isaaclab(l3_dataset, tmp_path):
-    """l3.inspect imports nothing of Isaac Lab (L3 runs without the [sim] extra)."""
+    """l3.inspect_dataset imports nothing of Isaac Lab (L3 runs without the [sim] extra)."""
     out = tmp_path / "r.html"
-    code = ("import sys; from l3.inspect import main; rc = main([sys.argv[1], '-o', sys.argv[2], '--quiet']); "
+    code = ("import sys; from l3.inspect_dataset import main; rc = main([sys.argv[1], '-o', sys.argv[2], '--quiet']); "
             "bad = [m for m in sys.modules if m.startswith(('isaaclab', 'isaacsim', 'torch', 'warp'))]; "
             "assert not bad, bad; sys.exit(rc)")
     r = subprocess.run([sys.executable, "-c", code, str(l3_dataset), str(out)], capture_output=True, text=True,
@@ -125,9 +125,9 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
 
     with h5py.File(not_l2, "w") as f:
         f.create_group("episodes")
-    for module, arg, want in (("l2.inspect", str(not_l2), f"{not_l2}:/data: missing"),
-                              ("l2.inspect", str(tmp_path / "nope.hdf5"), "no such file"),
-                              ("l3.inspect", str(l2_files[0].parent), "meta/info.json: missing")):
+    for module, arg, want in (("l2.tools.inspect_demos", str(not_l2), f"{not_l2}:/data: missing"),
+                              ("l2.tools.inspect_demos", str(tmp_path / "nope.hdf5"), "no such file"),
+                              ("l3.inspect_dataset", str(l2_files[0].parent), "meta/info.json: missing")):
         r = run(module, arg, "--output", str(out))
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
         assert not out.exists()
@@ -141,14 +141,14 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
     video = broken / layout.video_path(0, layout.video_key(CAMERAS[1]))
     video.unlink()
     for want in (f"{broken / layout.data_path(5)}: cannot read", f"{video}: missing"):
-        r = run("l3.inspect", str(broken), "--output", str(out), "--no-validate", "--quiet")
+        r = run("l3.inspect_dataset", str(broken), "--output", str(out), "--no-validate", "--quiet")
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
         assert not out.exists()
         shutil.copy(l3_dataset / layout.data_path(5), broken / layout.data_path(5))  # then only the MP4 is bad
     out.write_text("mine")
-    r = run("l3.inspect", str(l3_dataset), "--output", str(out))
+    r = run("l3.inspect_dataset", str(l3_dataset), "--output", str(out))
     assert r.returncode == 2 and "exists (pass --overwrite" in r.stderr and out.read_text() == "mine"
-    assert run("l3.inspect", str(l3_dataset), "--output", str(out), "--overwrite", "--quiet").returncode == 0
+    assert run("l3.inspect_dataset", str(l3_dataset), "--output", str(out), "--overwrite", "--quiet").returncode == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -173,10 +173,11 @@ def test_value_sample_is_bounded_and_uniform():
 
 
 def test_frame_strip_tiles_the_recorded_frames(l2_files):
-    """l2.frame_strip (which l2.inspect embeds): evenly spaced frames, first and last, one row per camera."""
+    """l2.tools.frame_strip (which l2.tools.inspect_demos embeds): evenly spaced frames, first and last, one row per
+    camera."""
     import h5py
 
-    from l2.frame_strip import GAP, frame_strip
+    from l2.tools.frame_strip import GAP, frame_strip
 
     strip = frame_strip(l2_files[1], demo=2, frames=3)
     with h5py.File(l2_files[1]) as f:

@@ -130,7 +130,7 @@ def test_camera_missing_from_config_source(tmp_path, capsys):
 def test_control_characters_in_names_stay_on_one_line():
     """A corrupt file's names may hold line breaks or other control characters (seen in the fuzz campaign:
     a flipped byte made a camera name ``cam_left_wrH\\x1et``); messages escape them."""
-    from l2.validate import Violation
+    from l2.format.validate import Violation
     from l3.errors import InputError
 
     error = str(InputError("a.hdf5", "/data/cam\x1ex", "name 'cam\nx'"))

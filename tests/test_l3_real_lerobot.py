@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from conftest import lerobot_python, run_probe
 from l3_fixtures import make_demo, write_l2
 from l3_real_fixtures import PLATFORM_CAMERAS, SIZE, make_aloha_file, make_platform_export, make_tar_gz, render
 
-from l3 import layout, v30
+from l3 import layout
 from l3.convert import convert
 
 pytestmark = pytest.mark.lerobot
@@ -66,7 +67,7 @@ def test_real_robot_dataset_loads_in_lerobot_v21(make, tmp_path):
 def test_mixed_sim_and_real_v30_loads_in_lerobot_06(tmp_path):
     """Sim and real-robot episodes carry different fields (demo/seed vs chunk/score/task_zh): in v3.0 each is one
     episode-level column, null where an episode lacks it, and lerobot 0.6.1 reads every frame."""
-    root = _mixed(tmp_path / "in", to=v30.convert)
+    root = _mixed(tmp_path / "in", to=partial(convert, codebase_version="v3.0"))
     got = run_probe(lerobot_python("v30"), "load_v30", root, tmp_path, str(tmp_path / "frames.npz"))
     assert got["frames"] == got["frames_read"] == 40
     assert [e["source"] for e in got["episodes"]] == ["scripted", "scripted", "platform", "platform"]

@@ -11,10 +11,10 @@ pytest.importorskip("isaaclab")
 
 import torch  # noqa: E402
 
-from l2 import sim  # noqa: E402
+from l2.format.validate import validate_file  # noqa: E402
 from l2.lift.lift_env_cfg import SUCCESS_HEIGHT  # noqa: E402
-from l2.recording import configure_recording  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
+from l2.recording import sim  # noqa: E402
+from l2.recording.handler import configure_recording  # noqa: E402
 
 pytestmark = pytest.mark.sim
 

@@ -1,4 +1,4 @@
-"""l2.merge, l2.split, the validator's mask/ checks, L3's --filter-key and robomimic's own SequenceDataset.
+"""l2.tools.merge, l2.tools.split, the validator's mask/ checks, L3's --filter-key and robomimic's own SequenceDataset.
 
 Inputs are small L2 files written with h5py (tests/l3_fixtures.py, stored as the recorder stores them)
 plus an ``initial_state/`` group; one test merges a real scripted recording (``scripted_run``).
@@ -21,9 +21,10 @@ import pytest
 from conftest import robomimic_python
 from l3_fixtures import ISAACLAB_STORAGE, SIM_ARGS, make_demo, state_only_config, write_l2
 
-from l2 import merge as l2_merge
-from l2 import schema, split
-from l2.validate import validate_file
+from l2.format import schema
+from l2.format.validate import validate_file
+from l2.tools import merge as l2_merge
+from l2.tools import split
 from l3.convert import convert
 from l3.errors import InputError
 
@@ -57,7 +58,7 @@ def datasets(group: h5py.Group) -> dict[str, h5py.Dataset]:
 
 
 def run_merge(*args: str) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, "-m", "l2.merge", *args], capture_output=True, text=True, cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "l2.tools.merge", *args], capture_output=True, text=True, cwd=REPO,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     return r.returncode, r.stdout + r.stderr
 

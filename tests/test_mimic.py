@@ -15,8 +15,8 @@ pytest.importorskip("isaaclab")
 from conftest import REPO, run_scripted  # noqa: E402
 from l3_fixtures import make_l2_file  # noqa: E402
 
-from l2 import schema  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
+from l2.format import schema  # noqa: E402
+from l2.format.validate import validate_file  # noqa: E402
 
 TASK = "L2-Lift-Cube-Franka-IK-Abs-Mimic"
 
@@ -33,7 +33,7 @@ def test_mimic_task_resolves_to_the_mimic_env_and_cfg():
     from isaaclab_tasks.utils import parse_env_cfg
 
     from l2.mimic.env import LiftCubeMimicEnv
-    from l2.sim import register_tasks
+    from l2.recording.sim import register_tasks
 
     register_tasks()
     assert gym.spec(TASK).entry_point == "l2.mimic.env:LiftCubeMimicEnv"

@@ -13,7 +13,7 @@ import pytest
 from conftest import free_port
 from l3_fixtures import make_l2_file, state_only_config
 
-from l2 import schema
+from l2.format import schema
 from l2.policy import protocol
 from l2.policy.modality import ModalityAdapter, ModalityError
 from l2.policy.replay import DatasetError, DatasetReplayPolicy

@@ -14,9 +14,9 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 from isaaclab.utils.datasets import EpisodeData  # noqa: E402
 
-from l2.camera_frames import FrameSpool  # noqa: E402
-from l2.recording import L2DatasetFileHandler, RecordingError  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
+from l2.format.validate import validate_file  # noqa: E402
+from l2.recording.camera_frames import FrameSpool  # noqa: E402
+from l2.recording.handler import L2DatasetFileHandler, RecordingError  # noqa: E402
 
 TASK = "L2-Lift-Cube-Franka-IK-Abs"
 

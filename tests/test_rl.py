@@ -17,9 +17,9 @@ pytest.importorskip("isaaclab")
 
 import torch  # noqa: E402
 
-from l2 import sim  # noqa: E402
-from l2.schema import LIFT_CAMERA_TERMS  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
+from l2.format.schema import LIFT_CAMERA_TERMS  # noqa: E402
+from l2.format.validate import validate_file  # noqa: E402
+from l2.recording import sim  # noqa: E402
 
 pytestmark = pytest.mark.sim
 
@@ -171,7 +171,7 @@ def test_a_checkpoint_of_another_layout_is_refused_in_one_line(tmp_path):
 
 
 def test_split_observation_equals_the_unconcatenated_terms_bit_exact():
-    from l2.recording import configure_recording  # noqa: F401  (same import path as the runners)
+    from l2.recording.handler import configure_recording  # noqa: F401  (same import path as the runners)
     from l2.rl.recorders import PolicySplitObsRecorder, PolicySplitObsRecorderCfg
 
     env_cfg = sim.load_env_cfg(RL_TASK, "cpu", num_envs=2, seed=3, overrides=["presets=no_cameras"])

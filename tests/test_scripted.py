@@ -13,8 +13,8 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 from conftest import run_scripted  # noqa: E402
 
+from l2.format.validate import validate_file  # noqa: E402
 from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine, PickState  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
 
 
 def _yaw_quat(yaw: float) -> list[float]:

@@ -21,9 +21,9 @@ pytest.importorskip("isaaclab")
 import torch  # noqa: E402
 from isaaclab.utils.math import apply_delta_pose  # noqa: E402
 
+from l2.format.validate import validate_file  # noqa: E402
 from l2.teleop.accumulator import DeltaPoseAccumulator  # noqa: E402
 from l2.teleop.trace import ReplayDevice, TraceRecorder, load_trace  # noqa: E402
-from l2.validate import validate_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "l2" / "teleop" / "run.py"
@@ -125,7 +125,7 @@ def test_terminal_keyboard_reads_keys_without_kit():
 
 
 def test_teleop_cfg_keeps_the_scripted_observations_and_moves_success_out_of_terminations():
-    from l2 import sim
+    from l2.recording import sim
 
     teleop = sim.load_env_cfg("L2-Lift-Cube-Franka-IK-Abs-Teleop", "cpu", 1, seed=0)
     scripted = sim.load_env_cfg("L2-Lift-Cube-Franka-IK-Abs-Scripted", "cpu", 1, seed=0)

@@ -1,4 +1,4 @@
-"""Tests of l2.validate on tiny HDF5 files written with h5py (no simulator)."""
+"""Tests of l2.format.validate on tiny HDF5 files written with h5py (no simulator)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import h5py
 import numpy as np
 import pytest
 
-from l2 import validate
-from l2.validate import FileReport, Violation, main, validate_episode, validate_file
+from l2.format import validate
+from l2.format.validate import FileReport, Violation, main, validate_episode, validate_file
 
 ENV_NAME = "L2-Lift-Cube-Franka-IK-Abs"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -425,11 +425,12 @@ def test_cli_action_dim(valid: Path) -> None:
 
 def test_cli_module_entry_point(valid: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "l2.validate", str(valid), "--help"], cwd=REPO_ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "l2.format.validate", str(valid), "--help"], cwd=REPO_ROOT, capture_output=True,
+        text=True
     )
     assert proc.returncode == 0 and "--action-dim" in proc.stdout
     proc = subprocess.run(
-        [sys.executable, "-m", "l2.validate", str(valid)], cwd=REPO_ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "l2.format.validate", str(valid)], cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert proc.returncode == 0 and proc.stdout.startswith(f"{valid}: OK"), proc.stderr
 

@@ -4,7 +4,7 @@ robomimic's own trainer, serve the checkpoint over the policy-server protocol an
 1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_lift_cube.hdf5``). Missing ones
    are collected with every core (``python -m l2.distributed``, state only, the arm's start pose varied) and
    merged into it.
-2. ``python -m l2.split --first N``: ``mask/train_<N>`` / ``mask/valid_<N>`` (10 % valid) in that file.
+2. ``python -m l2.tools.split --first N``: ``mask/train_<N>`` / ``mask/valid_<N>`` (10 % valid) in that file.
 3. robomimic 0.3.0 trains ``config/robomimic/bc_lift_lowdim.json`` (BC, an MLP) on it, in robomimic's venv.
 4. Each saved checkpoint is served (``python -m l2.serve robomimic``) and evaluated for ``--checkpoint-episodes``
    episodes, the last one for ``--episodes`` (``python -m l2.evaluate``, cube poses from the task's own
@@ -65,10 +65,10 @@ def _run(cmd: list[str], log: Path | None = None, **kwargs) -> str:
 def demo_count(path: Path) -> int:
     if not path.is_file():
         return 0
-    import h5py
+    from l2.format.l2file import L2File
 
-    with h5py.File(path, "r") as f:
-        return len(f["data"])
+    with L2File(path) as f:
+        return len(f.demos)
 
 
 COLLECT_PRESETS = "presets=no_cameras,varied_start"
@@ -87,18 +87,17 @@ def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
           workers, "--num_envs", 32, "--seed", seed + have, "--output", shards, COLLECT_PRESETS])
     parts = sorted(shards.glob("shard_*.hdf5"))
     merged = path.with_name(f".{path.name}.merging.hdf5")
-    _run([sys.executable, "-m", "l2.merge", *([path] if have else []), *parts, "-o", merged, "--overwrite"])
+    _run([sys.executable, "-m", "l2.tools.merge", *([path] if have else []), *parts, "-o", merged, "--overwrite"])
     merged.replace(path)
     shutil.rmtree(shards)
 
 
 def valid_samples(path: Path, n: int) -> int:
     """Samples in the validation split ``mask/valid_<n>`` of an L2 file."""
-    import h5py
+    from l2.format.l2file import L2File
 
-    with h5py.File(path, "r") as f:
-        names = [name.decode() for name in f[f"mask/valid_{n}"][()]]
-        return sum(int(f["data"][name].attrs["num_samples"]) for name in names)
+    with L2File(path, guard=False) as f:  # read through by demo_count
+        return sum(f.num_samples(name.decode()) for name in f.h5[f"mask/valid_{n}"][()])
 
 
 def robomimic_config(recipe: Path, data: Path, out: Path, name: str, n: int, epochs: int | None,
@@ -203,7 +202,8 @@ def train(args: argparse.Namespace, name: str) -> int:
         ["bash", str(REPO / "scripts" / "setup_robomimic.sh")], capture_output=True, text=True, check=True
     ).stdout.strip().splitlines()[-1]
     ensure_demos(args.data, args.num_demos, args.workers, args.seed)
-    _run([sys.executable, "-m", "l2.split", args.data, "--first", args.num_demos, "--valid", "0.1", "--overwrite"])
+    _run([sys.executable, "-m", "l2.tools.split", args.data, "--first", args.num_demos, "--valid", "0.1",
+          "--overwrite"])
     run = args.output / name
     if run.exists():
         raise TrainError(f"{run} exists: pick another --name or remove it")

@@ -1,7 +1,7 @@
 """Lift-cube task package: gym registration of the base task (cfgs import Isaac Lab lazily).
 
 Each variant registers itself beside its cfg (``l2.scripted``, ``l2.teleop``, ``l2.rl``);
-:func:`l2.sim.load_env_cfg` imports them all, as ``import isaaclab_tasks`` does for Isaac Lab's tasks.
+:func:`l2.recording.sim.load_env_cfg` imports them all, as ``import isaaclab_tasks`` does for Isaac Lab's tasks.
 """
 
 import gymnasium as gym

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
-from l2 import schema
+from l2.format import schema
 from l2.mimic.env_cfg import EEF_NAME, GRASP_SIGNAL, OBJECT_NAME
 
 if TYPE_CHECKING:

@@ -29,7 +29,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import cli, sim
+from l2.format import atomic
+from l2.recording import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
 
@@ -57,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--max_attempts", type=int, default=None,
         help="give up after this many generation attempts (default: 4 x num_demos + num_envs)",
     )
-    parser.set_defaults(episodes=None)  # read by l2.collect.finish
+    parser.set_defaults(episodes=None)  # read by l2.recording.collect.finish
     args = parser.parse_args(argv)
     if args.num_demos < 1 or args.num_envs < 1 or args.hold_steps < 0:
         parser.error("--num_demos and --num_envs must be at least 1, --hold_steps at least 0")
@@ -66,10 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _check_input(args: argparse.Namespace) -> None:
     """Refuse, before the simulator starts, an input that is not a valid L2 file or lacks a demo."""
-    import h5py
-
-    from l2 import schema
-    from l2.validate import validate_file
+    from l2.format import schema
+    from l2.format.l2file import L2File
+    from l2.format.validate import validate_file
 
     if args.annotated and os.path.exists(args.annotated) and not args.overwrite:
         cli.fail(f"{args.annotated} exists; pass --overwrite to replace it")
@@ -78,9 +78,9 @@ def _check_input(args: argparse.Namespace) -> None:
     report = validate_file(args.input)
     if not report.ok:
         cli.fail(f"not a valid L2 file: {report.violations[0]}")
-    with h5py.File(args.input, "r") as f:
+    with L2File(args.input, guard=False) as f:  # validate_file read it through
         for demo in args.demos:
-            if demo not in f[schema.DATA_GROUP]:
+            if demo not in f.demos:
                 cli.fail(f"{args.input}:/{schema.DATA_GROUP}/{demo}: no such demo")
 
 
@@ -90,8 +90,8 @@ def generate(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from l2 import collect
     from l2.mimic.annotate import AnnotationError, annotate
+    from l2.recording import collect
 
     _check_input(args)
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
@@ -114,9 +114,8 @@ def generate(args: argparse.Namespace) -> int:
         except AnnotationError as exc:
             cli.fail(str(exc))
         if args.annotated:  # kept only whole: copied beside its place, then renamed into it
-            partial = f"{args.annotated}.partial"
-            shutil.copyfile(annotated, partial)
-            os.replace(partial, args.annotated)
+            with atomic.replacing(args.annotated) as partial:
+                shutil.copyfile(annotated, partial)
         for n in notes:
             print(f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
                   f"{n.grasp_step}", flush=True)
@@ -133,13 +132,13 @@ def generate(args: argparse.Namespace) -> int:
 def run_generation(env, annotated: str, success_term, num_demos: int, max_attempts: int):
     """Isaac Lab Mimic's generation loop (``isaaclab_mimic.datagen``) with one generator task per env,
     each attempt exported through the env's recorder; stops once ``num_demos`` are written or after
-    ``max_attempts`` attempts. Returns :class:`l2.collect.CollectionStats`."""
+    ``max_attempts`` attempts. Returns :class:`l2.recording.collect.CollectionStats`."""
     import torch
     from isaaclab_mimic.datagen import DataGenerator, DataGenInfoPool
     from tqdm import tqdm
 
-    from l2.collect import CollectionStats
-    from l2.recording import dataset_handler
+    from l2.recording.collect import CollectionStats
+    from l2.recording.handler import dataset_handler
 
     pool = DataGenInfoPool(env, env.cfg, env.device)
     pool.load_from_dataset_file(annotated)

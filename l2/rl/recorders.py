@@ -13,7 +13,7 @@ import torch
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
-from l2.recording import L2RecorderManagerCfg
+from l2.recording.handler import L2RecorderManagerCfg
 
 
 class PolicySplitObsRecorder(RecorderTerm):

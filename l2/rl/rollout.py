@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import cli, sim
+from l2.recording import cli, sim
 from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
 
@@ -42,7 +42,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def rollout(args: argparse.Namespace) -> int:
     import torch
 
-    from l2 import collect
+    from l2.recording import collect
     from l2.rl import checkpoint as ckpt
     from l2.rl.recorders import RLRecorderManagerCfg
 

@@ -28,7 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import cli, sim
+from l2.recording import cli, sim
 from l2.rl import TASK_ID
 
 DEFAULT_TASK = TASK_ID

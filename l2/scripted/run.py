@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import cli, sim
+from l2.recording import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Scripted"
 
@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from l2 import collect
+    from l2.recording import collect
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)

@@ -76,8 +76,8 @@ class ScriptedOperator(DeviceBase):
 
 def make_trace(output: str, seed: int, task: str | None = None, max_ticks: int = 1500,
                overrides: list[str] | tuple[str, ...] = ()) -> int:
-    from l2 import sim
-    from l2.recording import configure_recording
+    from l2.recording import sim
+    from l2.recording.handler import configure_recording
     from l2.teleop.run import DEFAULT_TASK
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder

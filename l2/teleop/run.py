@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2 import cli, sim
+from l2.recording import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Teleop"
 VISUALIZERS = ("none", "newton", "viser", "rerun", "kit")
@@ -117,7 +117,7 @@ def print_controls(device_name: str, device, extras) -> None:
 def collect(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from l2.recording import dataset_handler
+    from l2.recording.handler import dataset_handler
     from l2.teleop.devices import CONTROLS, create_device
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder, load_trace

@@ -61,7 +61,7 @@ class TeleopSession:
             if isinstance(value, SceneEntityCfg):
                 value.resolve(env.scene)
         self.target = DeltaPoseAccumulator(env.device)
-        from l2.recording import dataset_handler  # noqa: PLC0415
+        from l2.recording.handler import dataset_handler  # noqa: PLC0415
 
         self.handler = dataset_handler(env)
 

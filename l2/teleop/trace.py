@@ -35,6 +35,8 @@ import numpy as np
 import torch
 from isaaclab.devices import DeviceBase
 
+from l2.format import atomic
+
 FORMAT = "l2-teleop-trace"
 VERSION = 1
 EVENTS = ("start", "pause", "reset", "quit")
@@ -96,17 +98,11 @@ class Trace:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically (a temporary file renamed), so an interrupted write leaves no torn trace."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
         data = self.to_json()
         rows = lambda items: ",\n    ".join(json.dumps(x, separators=(",", ":")) for x in items)  # noqa: E731
         head = json.dumps({k: v for k, v in data.items() if k not in ("commands", "events")}, indent=2)[:-2]
-        tmp.write_text(
-            f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n'
-            f'  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n'
-        )
-        os.replace(tmp, path)
+        atomic.write_text(path, f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n'
+                                f'  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n')
 
 
 def load_trace(path: str | os.PathLike) -> Trace:

@@ -15,8 +15,8 @@ from typing import ClassVar, Protocol
 import h5py
 import numpy as np
 
-from l2.hdf5_guard import read_through
-from l2.validate import READ_ERRORS
+from l2.format.hdf5_guard import read_through
+from l2.format.l2file import READ_ERRORS
 from l3.episode import Episode
 from l3.errors import InputError
 from l3.mapping import Mapping, safe_name
@@ -107,7 +107,7 @@ SCAN_ERROR = "cannot read HDF5 metadata, truncated or corrupt?"
 
 def reading(file: str, path: str, what: str = "cannot read, truncated or corrupt?") -> _Reading:
     """``with reading(file, path, what):`` turns what h5py or numpy raise on unreadable content
-    (:data:`l2.validate.READ_ERRORS`) into one InputError ``FILE:PATH: what (error)``; InputError
+    (:data:`l2.format.validate.READ_ERRORS`) into one InputError ``FILE:PATH: what (error)``; InputError
     passes through."""
     return _Reading(file, path, what)
 
@@ -220,7 +220,7 @@ def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | No
 
 def check_read_through(file: str, data: bytes | None = None) -> None:
     """Raise an InputError at ``/`` if the HDF5 library hangs or crashes reading ``file`` (or its bytes
-    ``data``) through; see :mod:`l2.hdf5_guard`. Missing or unopenable files pass: :func:`open_hdf5` says why."""
+    ``data``) through; see :mod:`l2.format.hdf5_guard`. Missing or unopenable files pass: :func:`open_hdf5` says why."""
     if data is None and not os.path.isfile(file):
         return
     problem = read_through(file if data is None else data)

@@ -2,15 +2,13 @@
 
 Scanning reads only attributes, so filters and episode numbering are known before any array is
 touched; :meth:`L2Reader.read` (in a worker process) reads the episode once through
-:func:`l2.validate.read_episode_data`, checks it (our checks, then every L2 schema rule through
-:func:`l2.validate.validate_episode`) and returns an :class:`l3.episode.Episode` whose camera frames
+:func:`l2.format.validate.read_episode_data`, checks it (our checks, then every L2 schema rule through
+:func:`l2.format.validate.validate_episode`) and returns an :class:`l3.episode.Episode` whose camera frames
 are read lazily in chunks.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,8 +16,9 @@ from functools import partial
 import h5py
 import numpy as np
 
-from l2 import schema
-from l2.validate import read_episode_data, validate_episode
+from l2.format import schema
+from l2.format.l2file import demo_source, parse_env_args, read_episode_data
+from l2.format.validate import validate_episode
 from l3.episode import Episode
 from l3.errors import ConfigError, InputError
 from l3.mapping import Camera, Mapping, Slice
@@ -65,16 +64,15 @@ _INT64_T = h5py.h5t.py_create(np.dtype(np.int64))
 _BOOL_T = h5py.h5t.py_create(np.dtype(bool))  # h5py's FALSE/TRUE enum
 
 
-def _demo_source(file: str, where: str, raw) -> str | None:
-    """A demo's ``source`` attribute (written by ``l2.merge``) as a tag, None when absent."""
-    if raw is _MISSING:
-        return None
+def _demo_source(file: str, where: str, raw) -> str:
+    """A demo's source tag by :func:`l2.format.l2file.demo_source`'s rule (its ``source`` attribute, else the file
+    name's prefix, else the shard folder's), the attribute checked as a name."""
     path = f"{where}.attrs[{schema.ATTR_SOURCE}]"
     try:
-        text = attr_text(raw)
+        tag = demo_source(file, None if raw is _MISSING else attr_text(raw))
     except UnicodeDecodeError:
         raise InputError(file, path, "source tag is not valid UTF-8") from None
-    return check_name(file, path, text, what="source tag")
+    return check_name(file, path, tag, what="source tag") if raw is not _MISSING else tag
 
 
 def _attr(gid, name: str):
@@ -133,14 +131,14 @@ class L2Reader:
         return schema.DATA_GROUP in f or schema.LEGACY_EPISODES_GROUP in f
 
     def source_from_name(self, file: str) -> str:
-        """``scripted_``, ``rl_``, ``teleop_`` file name prefixes (a shard's folder name's); else ``unknown``."""
-        return schema.source_from_path(os.path.abspath(file))
+        """The file's tag when its demos carry none (:func:`l2.format.l2file.demo_source`)."""
+        return demo_source(file)
 
     def scan(self, file: str, source: str | None, f: h5py.File | None = None,
              filter_key: str | None = None) -> FileScan:
         """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: each demo's own
-        ``source`` attribute (files made by ``l2.merge``), else the file name's tag;
-        ``filter_key``: only the demos that robomimic's filter key ``mask/<filter_key>`` lists (``l2.split``)."""
+        ``source`` attribute (files made by ``l2.tools.merge``), else the file name's tag;
+        ``filter_key``: only the demos that robomimic's filter key ``mask/<filter_key>`` lists (``l2.tools.split``)."""
         if f is None:
             with open_hdf5(file) as f:
                 return self.scan(file, source, f, filter_key)
@@ -164,10 +162,10 @@ class L2Reader:
             env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
             if env_args is not None:
                 try:
-                    args = json.loads(attr_text(env_args, errors="replace"))
-                    env_name = args.get("env_name")
-                except (ValueError, AttributeError):
-                    raise InputError(file, f"/{schema.DATA_GROUP}", "env_args is not a JSON object") from None
+                    args = parse_env_args(attr_text(env_args, errors="replace"))
+                except ValueError as exc:
+                    raise InputError(file, f"/{schema.DATA_GROUP}", str(exc)) from None
+                env_name = args.get("env_name")
                 rate = recorded_rate(file, args.get("sim_args"))
             names = schema.sorted_demo_names(data.keys())
             if not names:
@@ -193,7 +191,7 @@ class L2Reader:
                     scan.errors.append(InputError(file, where, f"{schema.ATTR_NUM_SAMPLES} is {n}, expected >= 1"))
                     continue
                 try:
-                    demo_source = source or _demo_source(file, where, _attr(gid, schema.ATTR_SOURCE)) or scan.source
+                    tag = source or _demo_source(file, where, _attr(gid, schema.ATTR_SOURCE))
                 except InputError as e:
                     scan.errors.append(e)
                     continue
@@ -202,7 +200,7 @@ class L2Reader:
                 if seed is not _MISSING:
                     attrs += ((schema.ATTR_SEED, seed),)
                 scan.refs.append(L2Ref(
-                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=demo_source,
+                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=tag,
                     legacy=legacy, env_name=env_name, rate=rate,
                     seed=None if seed is _MISSING else int(seed), attrs=attrs))
         return scan
@@ -265,7 +263,7 @@ class L2Reader:
         """Read and check one episode (see :meth:`l3.readers.common.Reader.read`).
 
         Every dataset of ``actions`` and ``obs/`` is read once (float terms into memory), then checked
-        in memory: the lengths, the mapped terms, and every rule of ``l2.validate`` (finite values in
+        in memory: the lengths, the mapped terms, and every rule of ``l2.format.validate`` (finite values in
         every float term, the action width and unit quaternions, ...). ``check=False`` skips the
         per-row checks (finite values, every term's length, the L2 schema rules).
         """
@@ -342,7 +340,7 @@ def _filtered(file: str, f: h5py.File, names: list[str], key: str) -> list[str]:
     dset = f.get(where)
     if not isinstance(dset, h5py.Dataset) or dset.ndim != 1 or dset.dtype.kind != "S":
         problem = "missing filter key" if dset is None else "filter key is not a 1-D array of demo names"
-        raise InputError(file, where, f"{problem} (python -m l2.split {file} writes mask/train and mask/valid)")
+        raise InputError(file, where, f"{problem} (python -m l2.tools.split {file} writes mask/train and mask/valid)")
     listed = {n.decode("utf-8", "replace") for n in dset[()]}
     unknown = sorted(listed - set(names))
     if unknown:

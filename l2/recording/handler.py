@@ -5,19 +5,17 @@ existing dataset. :class:`L2DatasetFileHandler` refuses that unless the user ask
 append to an existing file (numbering continues, ``data/total`` stays the sum; demos whose obs terms
 differ from the file's are refused), stops writing successful episodes once a quota is reached so that
 exactly N demos land even when several envs succeed on the same step, writes the camera frames that
-:mod:`l2.camera_frames` streamed to disk, and writes each episode whole or not at all.
+:mod:`l2.recording.camera_frames` streamed to disk, and writes each episode whole or not at all.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import h5py
 from isaaclab.envs.mdp.recorders.recorders_cfg import (
     InitialStateRecorderCfg,
     PreStepActionsRecorderCfg,
@@ -27,10 +25,10 @@ from isaaclab.managers import DatasetExportMode, RecorderManagerBaseCfg, Recorde
 from isaaclab.utils import configclass
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
-from l2 import schema
-from l2.camera_frames import CameraFramesRecorderCfg, SpooledFrames
-from l2.sim import OneLineError
-from l2.validate import describe_obs_layout, obs_layout
+from l2.format import atomic, schema
+from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
+from l2.recording.camera_frames import CameraFramesRecorderCfg, SpooledFrames
+from l2.recording.sim import OneLineError
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv, ManagerBasedRLEnvCfg
@@ -83,7 +81,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         creating = file_path.removesuffix(".hdf5") + ".creating.hdf5"
         super().create(creating, env_name)
         self.close()
-        os.replace(creating, file_path)
+        atomic.publish(creating, file_path)
         self.open(file_path, "a")
         self._to_create = None
 
@@ -99,12 +97,18 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
             super().add_env_args(env_args)
 
     def _open_for_append(self, file_path: str, env_name: str | None) -> None:
-        with h5py.File(file_path, "r") as f:
-            version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
-            if schema.DATA_GROUP not in f or version != schema.FORMAT_VERSION:
+        try:
+            f = L2File(file_path)
+        except L2FileError as exc:
+            raise ValueError(f"{file_path}: cannot append: not an L2 file with format_version=1 ({exc})") from None
+        with f:
+            if f.h5.attrs.get(schema.ATTR_FORMAT_VERSION) != schema.FORMAT_VERSION:
                 raise ValueError(f"{file_path}: cannot append: not an L2 file with format_version=1")
-            names = list(f[schema.DATA_GROUP].keys())
-            old_env = json.loads(f[schema.DATA_GROUP].attrs.get(schema.ATTR_ENV_ARGS, "{}")).get("env_name")
+            names = list(f.data.keys())
+            try:
+                old_env = f.env_name
+            except L2FileError as exc:
+                raise ValueError(f"cannot append: {exc}") from None
         if env_name and old_env and old_env != env_name:
             raise ValueError(f"{file_path}:/data: cannot append {env_name} demos to a file of {old_env}")
         indices = [schema.demo_index(n) for n in names]
@@ -271,7 +275,7 @@ def _pop_streamed(data: dict, prefix: str = "") -> dict[str, SpooledFrames]:
 
 
 def _episode_obs_layout(data: dict, streamed: dict[str, SpooledFrames]) -> dict[str, tuple]:
-    """What :func:`l2.validate.obs_layout` will read back from this episode once written."""
+    """What :func:`l2.format.validate.obs_layout` will read back from this episode once written."""
     layout = {}
 
     def walk(node: dict, prefix: str) -> None:

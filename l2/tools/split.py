@@ -1,6 +1,6 @@
 """Train/validation split of an L2 file as robomimic filter keys (``docs/merge_split.md``).
 
-    python -m l2.split data/demos/scripted_lift_cube.hdf5 --valid 0.1 --seed 0
+    python -m l2.tools.split data/demos/scripted_lift_cube.hdf5 --valid 0.1 --seed 0
 
 Writes ``mask/train`` and ``mask/valid`` into the file, in place: 1-D arrays of demo group names as
 fixed-length byte strings, the form robomimic writes and reads (``filter_by_attribute``,
@@ -18,7 +18,8 @@ import sys
 import h5py
 import numpy as np
 
-from l2 import schema
+from l2.format import schema
+from l2.format.l2file import L2File, L2FileError
 
 MASK_GROUP = schema.MASK_GROUP
 TRAIN, VALID = "train", "valid"
@@ -62,17 +63,16 @@ def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite:
     file = os.fspath(path)
     if not 0 <= valid < 1:
         raise SplitError(f"--valid must be in [0, 1), got {valid}")
-    if not os.path.isfile(file):
-        raise SplitError(f"{file}: no such file")
+    try:
+        with L2File(file) as l2:
+            demos = l2.demos
+    except L2FileError as exc:
+        raise SplitError(str(exc)) from None
     try:
         f = h5py.File(file, "r+")
     except OSError as exc:
         raise SplitError(f"{file}: cannot open for writing as HDF5: {exc}") from None
     with f:
-        data = f.get(schema.DATA_GROUP)
-        if not isinstance(data, h5py.Group):
-            raise SplitError(f"{file}:/{schema.DATA_GROUP}: missing group (not an L2 demos file)")
-        demos = schema.sorted_demo_names(data.keys())
         if first is not None:
             if first > len(demos):
                 raise SplitError(f"{file}:/{schema.DATA_GROUP}: --first {first}, but the file holds {len(demos)} demos")
@@ -98,7 +98,7 @@ def _ratio(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m l2.split",
+        prog="python -m l2.tools.split",
         description="Split an L2 file's demos into robomimic filter keys mask/train and mask/valid, written into "
         "the file in place (the demos are not touched).",
         epilog="robomimic reads them with filter_by_attribute='train' / hdf5_filter_key; L3 converts one with "

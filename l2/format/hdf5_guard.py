@@ -8,7 +8,7 @@ variable-length dataset (the things stored in the global heap), and reports a ha
 child as one line. Errors the library *raises* are ignored here: the readers report those themselves,
 naming the HDF5 path.
 
-The children are forked by one helper process per program (``python -m l2.hdf5_guard``, started on
+The children are forked by one helper process per program (``python -m l2.format.hdf5_guard``, started on
 first use, single-threaded, with h5py imported): a check costs a fork, not an interpreter start, and
 works from any caller (threads, daemonic pool workers, scripts without a ``__main__`` guard).
 """
@@ -155,7 +155,7 @@ class _Helper:
                 self.proc.wait()
                 self.proc = None
                 if attempt:
-                    raise RuntimeError("the HDF5 read-through helper (python -m l2.hdf5_guard) did not start")
+                    raise RuntimeError("the HDF5 read-through helper (python -m l2.format.hdf5_guard) did not start")
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -168,7 +168,7 @@ class _Helper:
 
 def _path() -> str:
     """PYTHONPATH for the helper: this package's parent first, so that it imports this very module."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 

@@ -6,7 +6,8 @@ uniform sample of the action values (:class:`ValueSample`), the trajectories of 
 cube start positions and the end-effector paths of at most ``max_paths`` episodes. Frame strips and tables
 are added by the caller. :meth:`ReportBuilder.html` renders it all with matplotlib (Agg, no display).
 
-Used by ``python -m l2.inspect`` (L2 HDF5 files) and ``python -m l3.inspect`` (GR00T LeRobot datasets);
+Used by ``python -m l2.tools.inspect_demos`` (L2 HDF5 files) and ``python -m l3.inspect_dataset`` (GR00T LeRobot
+datasets);
 needs numpy, matplotlib and Pillow only (no Isaac Lab).
 """
 
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from l2.format import atomic
 
 SAMPLE_VALUES = 200_000
 """Action values kept per dimension for the histograms (all of them in datasets up to that many frames)."""
@@ -151,7 +154,7 @@ class ReportBuilder:
             self.paths.append((ep.source, np.array(ep.ee_xy, np.float32)))
 
     def add_strip(self, title: str, image: np.ndarray) -> None:
-        """A frame strip ((H, W, 3) uint8, e.g. from :func:`l2.frame_strip.tile`), shown as a JPEG."""
+        """A frame strip ((H, W, 3) uint8, e.g. from :func:`l2.tools.frame_strip.tile`), shown as a JPEG."""
         self.strips.append((title, image))
 
     def add_table(self, title: str, header: Sequence[str], rows: list[Sequence[object]], note: str = "") -> None:
@@ -394,18 +397,6 @@ def _page(title: str, parts: list[str]) -> str:
             f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary name beside it, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def check_output(path: str | os.PathLike, overwrite: bool) -> str | None:
     """The one-line error for an output that exists and may not be replaced (None: it may be written)."""
     if Path(path).exists() and not overwrite:
@@ -439,7 +430,7 @@ def finish(builder: ReportBuilder, output: str | os.PathLike, started: float) ->
     """Render and write the page atomically; the summary line to print."""
     import time
 
-    write_atomic(output, builder.html())
+    atomic.write_text(output, builder.html())
     size = Path(output).stat().st_size
     n = len(builder.episodes)
     frames = sum(length for _, _, length in builder.episodes)

@@ -2,7 +2,7 @@
 
 Needs only h5py, numpy and the standard library (no Isaac Lab)::
 
-    python -m l2.validate data/demos/*.hdf5 [--json] [--action-dim N]
+    python -m l2.format.validate data/demos/*.hdf5 [--json] [--action-dim N]
 
 Datasets are scanned in blocks of rows, so multi-GB files are never loaded whole.
 """
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
-from l2.hdf5_guard import read_through, read_through_all
-from l2.schema import (
+from l2.format.hdf5_guard import read_through, read_through_all
+from l2.format.l2file import READ_ERRORS, Array, EpisodeData, one_line, parse_env_args, read_episode_data
+from l2.format.schema import (
     ACTIONS,
     ATTR_ENV_ARGS,
     ATTR_FORMAT_VERSION,
@@ -47,14 +48,6 @@ CHUNK_BYTES = 32 * 2**20
 MSG_LEGACY = "legacy WXYZ quaternions (no format_version); expected format_version=1 (XYZW, scalar last)"
 MSG_EPISODES_LAYOUT = "uses the abandoned episodes/<i> layout; expected data/demo_<i>"
 MSG_FLAT_OBS = "obs is one flat dataset; expected a group of named terms (concatenate_terms=False)"
-
-
-def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters (names in a corrupt file may hold any)
-    escaped, so that a message stays one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -110,13 +103,6 @@ class FileReport:
 
 
 Report = Callable[[str, str], None]  # (hdf5 path, message)
-Array = np.ndarray | h5py.Dataset
-"""A dataset's values: read into memory, or an h5py dataset read in blocks of rows."""
-
-READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
-"""What h5py and numpy raise on unreadable (truncated, corrupt) content; reported, never raised."""
-
-
 # --------------------------------------------------------------------------------------------- helpers
 def _is_int(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -173,139 +159,6 @@ def _off_unit_quat(block: np.ndarray) -> np.ndarray:
     # NaN norms compare False here: NaN rows are reported by the finiteness check instead.
     norm = np.linalg.norm(block[:, EE_QUAT_SLICE].astype(np.float64), axis=1)
     return np.abs(norm - 1.0) > QUAT_NORM_TOL
-
-
-def obs_layout(demo: h5py.Group) -> dict[str, tuple[tuple[int, ...], str]]:
-    """``{term path below obs/: (row shape, dtype name)}`` of an episode, sorted by path."""
-    prefix = len(OBS) + 1
-    return {name[prefix:]: (tuple(d.shape[1:]), d.dtype.name) for name, d in read_episode_data(demo).obs.items()}
-
-
-def describe_obs_layout(layout: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
-    """One line for a layout, e.g. ``joint_pos[9] float32, table_cam[224x224x3] uint8``."""
-    if not layout:
-        return "(none)"
-    return ", ".join(f"{name}[{'x'.join(map(str, shape))}] {dtype}" for name, (shape, dtype) in layout.items())
-
-
-# --------------------------------------------------------------------------------------------- reading
-@dataclass
-class EpisodeData:
-    """What the schema rules check in one ``data/demo_<i>`` group (see :func:`read_episode_data`)."""
-
-    path: str
-    """The group's HDF5 path, e.g. ``/data/demo_0``."""
-    attrs: Mapping[str, object]
-    actions: Array | None
-    """The ``actions`` dataset; None when ``actions_kind`` is not ``"dataset"``."""
-    actions_kind: str
-    """``"dataset"``, ``"missing"`` or ``"other"`` (e.g. a group)."""
-    obs: dict[str, Array]
-    """Every dataset below ``obs/`` by path relative to the episode (``obs/joint_pos``), sorted by name at
-    each level, nested groups included."""
-    obs_kind: str
-    """``"group"``, ``"missing"`` or ``"dataset"`` (one flat dataset)."""
-
-
-def read_episode_data(demo: h5py.Group, load_bytes: int = 0, attrs: Mapping[str, object] | None = None
-                      ) -> EpisodeData:
-    """The parts of one episode group the schema rules check: ``actions`` and every dataset below ``obs/``.
-
-    Float datasets of at most ``load_bytes`` bytes are read whole, in one H5Dread each; the others
-    stay h5py datasets, which the checks read in blocks of rows. ``attrs``: the group's attributes
-    when already read (default: read from the group). The one fast path over h5py's low-level API
-    (L3 reads every episode through it): group listings are reused while episodes share their
-    layout, and HDF5 types are compared instead of converted. Raises :data:`READ_ERRORS` on
-    unreadable content.
-    """
-    gid = demo.id
-    obj = _open(gid, ACTIONS, h5py.h5d)
-    actions = None if not isinstance(obj, h5py.h5d.DatasetID) else _load(obj, load_bytes)
-    actions_kind = "missing" if obj is None else "dataset" if actions is not None else "other"
-    obj = _open(gid, OBS, h5py.h5g)
-    obs: dict[str, Array] = {}
-    if isinstance(obj, h5py.h5g.GroupID):
-        obs = {name: _load(did, load_bytes) for name, did in _datasets(obj, f"{OBS}/")}
-    obs_kind = "missing" if obj is None else "group" if isinstance(obj, h5py.h5g.GroupID) else "dataset"
-    return EpisodeData(demo.name, demo.attrs if attrs is None else attrs, actions, actions_kind, obs, obs_kind)
-
-
-def _open(gid, name: str, kind):
-    """The object linked as ``name`` below ``gid`` (``kind.open`` first: h5py.h5d or h5py.h5g), None if no link."""
-    raw = name.encode()
-    try:
-        return kind.open(gid, raw)
-    except READ_ERRORS:
-        pass
-    if not gid.links.exists(raw):
-        return None
-    return h5py.h5o.open(gid, raw)  # raises for a dangling link
-
-
-_FLAT_NAMES: dict[str, list[tuple[str, bytes]]] = {}
-"""The last list of dataset names seen in a group (by path prefix), sorted: episodes of a file
-usually share their layout, and listing a group costs more than opening what it holds."""
-
-
-def _datasets(gid, prefix: str) -> list[tuple[str, h5py.h5d.DatasetID]]:
-    """(path relative to the episode, low-level DatasetID) of every dataset below ``gid``, sorted by name
-    at each level, nested groups included."""
-    cached = _FLAT_NAMES.get(prefix)
-    if cached is not None and gid.get_num_objs() == len(cached):
-        # the group holds as many links as the cached names: if every cached name opens as a
-        # dataset, its links are exactly those names (link names are unique)
-        try:
-            return [(f"{prefix}{name}", h5py.h5d.open(gid, raw)) for name, raw in cached]
-        except READ_ERRORS:
-            pass
-    out: list[tuple[str, h5py.h5d.DatasetID]] = []
-    flat: list[tuple[str, bytes]] | None = []
-    for name in sorted(n.decode("utf-8", "surrogateescape") for n in gid):
-        raw = name.encode("utf-8", "surrogateescape")
-        obj = h5py.h5o.open(gid, raw)
-        if isinstance(obj, h5py.h5d.DatasetID):
-            out.append((f"{prefix}{name}", obj))
-            if flat is not None:
-                flat.append((name, raw))
-        else:
-            flat = None
-            if isinstance(obj, h5py.h5g.GroupID):
-                out += _datasets(obj, f"{prefix}{name}/")
-    if flat is not None:
-        _FLAT_NAMES[prefix] = flat
-    return out
-
-
-_MTYPES: dict[np.dtype, object] = {}
-_TYPES: list[tuple[object, np.dtype]] = []
-"""HDF5 types seen, with their numpy dtype: comparing types is much cheaper than converting one."""
-
-
-def _dtype(did) -> np.dtype:
-    t = did.get_type()
-    for tid, dt in _TYPES:
-        if t == tid:
-            return dt
-    dt = t.dtype
-    if len(_TYPES) < 16:
-        _TYPES.append((t, dt))
-    return dt
-
-
-def _load(did, load_bytes: int) -> Array:
-    """A float dataset of at most ``load_bytes`` as an array (one H5Dread, no high-level lookups); others as
-    h5py datasets."""
-    dt = _dtype(did)
-    shape = did.shape
-    if dt.kind == "f" and shape and dt.itemsize * math.prod(shape) <= load_bytes:
-        a = np.empty(shape, dtype=dt)
-        if a.size:
-            mtype = _MTYPES.get(dt)
-            if mtype is None:  # building the memory type is most of a small read's cost: once per dtype
-                mtype = _MTYPES[dt] = h5py.h5t.py_create(dt)
-            did.read(h5py.h5s.ALL, h5py.h5s.ALL, a, mtype)
-        return a
-    return h5py.Dataset(did)
 
 
 # --------------------------------------------------------------------------------------------- episode
@@ -552,18 +405,10 @@ def _check_env_args(data: h5py.Group, bad: Report, warn: Report) -> str | None:
     if raw is None:
         bad(data.name, f'missing env_args attr (JSON with "env_name" and "type": {ENV_ARGS_TYPE})')
         return None
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
-    if not isinstance(raw, str):
-        bad(data.name, f"env_args must be JSON text, got {_describe(raw)}")
-        return None
     try:
-        env_args = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        bad(data.name, f"env_args is not valid JSON: {exc}")
-        return None
-    if not isinstance(env_args, dict):
-        bad(data.name, "env_args must be a JSON object")
+        env_args = parse_env_args(raw)
+    except ValueError as exc:
+        bad(data.name, str(exc))
         return None
     if "type" not in env_args:
         bad(data.name, f'env_args has no "type"; expected {ENV_ARGS_TYPE} (robomimic gym env)')
@@ -591,7 +436,7 @@ def _action_dim(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m l2.validate",
+        prog="python -m l2.format.validate",
         description="Check L2 demonstration HDF5 files against the L2 schema "
         "(format_version, data/demo_<i> layout, env_args, num_samples/total, success, "
         "obs terms, action width, unit quaternions, no NaN/inf).",

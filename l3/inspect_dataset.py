@@ -1,6 +1,6 @@
 """An HTML inspection report of a GR00T LeRobot v2.1 dataset folder, to open in a browser.
 
-    python -m l3.inspect outputs/lift_cube_gr00t --output report.html
+    python -m l3.inspect_dataset outputs/lift_cube_gr00t --output report.html
 
 One self-contained page (plots and camera frames embedded): episodes per source tag and success,
 episode lengths, the state and action trajectories of a few episodes (one per source first, dimensions
@@ -14,7 +14,6 @@ memory does not grow with the dataset. Needs pyarrow, PyAV, numpy, matplotlib an
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,10 +21,10 @@ import numpy as np
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from l2 import report
-from l2.frame_strip import frame_indices, tile
-from l2.report import TRACED, EpisodeData, InspectError, ReportBuilder
-from l3 import layout
+from l2.tools import report
+from l2.tools.frame_strip import frame_indices, tile
+from l2.tools.report import TRACED, EpisodeData, InspectError, ReportBuilder
+from l3 import layout, meta
 from l3.video import decode
 
 CUBE_XY = "object_x,object_y"
@@ -37,28 +36,26 @@ MAX_VIOLATIONS = 20
 
 
 def _json(root: Path, rel: str, required: bool = True):
-    p = root / rel
-    if not p.is_file():
-        if required:
-            raise InspectError(f"{p}: missing (not a LeRobot dataset folder?)")
-        return None
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InspectError(f"{p}: not valid JSON ({exc})") from None
+        return meta.read_json(root, rel)
+    except meta.MetaError as exc:
+        if exc.missing and not required:
+            return None
+        raise InspectError(_message(exc)) from None
+
+
+def _message(exc: meta.MetaError) -> str:
+    return f"{exc}{' (not a LeRobot dataset folder?)' if exc.missing else ''}"
 
 
 def _jsonl(root: Path, rel: str) -> list[dict]:
-    p = root / rel
-    if not p.is_file():
-        raise InspectError(f"{p}: missing (not a LeRobot dataset folder?)")
-    rows = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as exc:
-                raise InspectError(f"{p}:{n}: not valid JSON ({exc})") from None
+    try:
+        rows, problems = meta.read_jsonl(root, rel)
+    except meta.MetaError as exc:
+        raise InspectError(_message(exc)) from None
+    bad = [e for e in problems if e.message != meta.BLANK_LINE]
+    if bad:
+        raise InspectError(str(bad[0]))
     return rows
 
 
@@ -213,9 +210,10 @@ def _strip_row(path: Path, length: int, frames: int) -> list[np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l3.inspect", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m l3.inspect_dataset", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="example: python -m l3.inspect outputs/lift_cube_gr00t --output report.html")
+                                epilog="example: python -m l3.inspect_dataset outputs/lift_cube_gr00t "
+                                "--output report.html")
     p.add_argument("dataset", help="GR00T LeRobot dataset folder (holds meta/, data/, videos/)")
     p.add_argument("--output", "-o", required=True, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")

@@ -1,6 +1,6 @@
 """An HTML inspection report of L2 HDF5 demo files, to open in a browser.
 
-    python -m l2.inspect data/demos/*.hdf5 --output report.html
+    python -m l2.tools.inspect_demos data/demos/*.hdf5 --output report.html
 
 One self-contained page (plots and camera frames embedded): episodes per source and success, episode
 lengths, the state and action trajectories of a few episodes (one per source first), action value
@@ -13,7 +13,6 @@ matplotlib and Pillow (no Isaac Lab).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,11 @@ import h5py
 import numpy as np
 from tqdm import tqdm
 
-from l2 import report, schema
-from l2.frame_strip import camera_terms, frame_strip
-from l2.report import TRACED, EpisodeData, InspectError, ReportBuilder
-from l2.validate import READ_ERRORS
+from l2.format import schema
+from l2.format.l2file import READ_ERRORS, L2File, L2FileError
+from l2.tools import report
+from l2.tools.frame_strip import camera_terms, frame_strip
+from l2.tools.report import TRACED, EpisodeData, InspectError, ReportBuilder
 
 
 @dataclass(frozen=True)
@@ -45,28 +45,21 @@ def scan(files: list[str]) -> tuple[list[DemoRef], dict[str, dict]]:
     for file in files:
         where = ""
         try:
-            with h5py.File(file, "r") as f:
-                data = f.get(schema.DATA_GROUP)
-                if not isinstance(data, h5py.Group):
-                    raise InspectError(f"{file}:/{schema.DATA_GROUP}: missing (not an L2 demo file)")
-                env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
-                env = json.loads(env_args).get("env_name", "") if isinstance(env_args, str | bytes) else ""
-                names = schema.sorted_demo_names(data.keys())
+            with L2File(file) as f:
+                names = f.demos
                 cams: list[str] = []
                 for name in names:
                     where = f"{schema.DATA_GROUP}/{name}"
-                    g = data[name]
+                    g = f.group(name)
                     if not cams:
                         cams = [f"{c} {'x'.join(map(str, g[schema.OBS][c].shape[1:3]))}" for c in camera_terms(g)]
                     ok = g.attrs.get(schema.ATTR_SUCCESS)
-                    n = g.attrs.get(schema.ATTR_NUM_SAMPLES)
-                    if n is None:
-                        n = g[schema.ACTIONS].shape[0]
-                    refs.append(DemoRef(file, name, schema.source_from_filename(file),
-                                        None if ok is None else bool(ok), int(n)))
-                info[file] = {"env": env, "demos": len(names), "cameras": cams}
-        except InspectError:
-            raise
+                    refs.append(DemoRef(file, name, f.source(name), None if ok is None else bool(ok),
+                                        f.num_samples(name)))
+                where = schema.DATA_GROUP
+                info[file] = {"env": f.env_name or "", "demos": len(names), "cameras": cams}
+        except L2FileError as exc:
+            raise InspectError(str(exc)) from None
         except READ_ERRORS as exc:
             raise InspectError(f"{file}:/{where}: cannot read ({exc})") from None
     return refs, info
@@ -115,8 +108,8 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
         if ref.file != open_file:
             if handle is not None:
                 handle.close()
-            handle, open_file = h5py.File(ref.file, "r"), ref.file
-        b.add(read_episode(handle, ref, k in b.traced))
+            handle, open_file = L2File(ref.file, guard=False), ref.file  # read through by scan()
+        b.add(read_episode(handle.h5, ref, k in b.traced))
     if handle is not None:
         handle.close()
     if b.paths:
@@ -128,7 +121,7 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
             continue
         ref = refs[first]
         try:
-            strip = frame_strip(file, schema.demo_index(ref.demo), frames)
+            strip = frame_strip(file, schema.demo_index(ref.demo), frames, guard=False)
         except (ValueError, *READ_ERRORS) as exc:
             raise InspectError(str(exc) if isinstance(exc, ValueError) else f"{file}: {exc}") from None
         cams = ", ".join(c.split()[0] for c in info[file]["cameras"])
@@ -145,10 +138,12 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l2.inspect", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m l2.tools.inspect_demos", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="example: python -m l2.inspect data/demos/*.hdf5 --output report.html")
-    p.add_argument("files", nargs="+", help="L2 HDF5 files (the source tag comes from the name prefix)")
+                                epilog="example: python -m l2.tools.inspect_demos data/demos/*.hdf5 "
+                                "--output report.html")
+    p.add_argument("files", nargs="+", help="L2 HDF5 files (a demo's source: its own source attribute, else "
+                   "the file name's prefix or its shard folder's)")
     p.add_argument("--output", "-o", required=True, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument("--episodes", type=int, default=TRACED,

@@ -47,7 +47,7 @@ LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 """Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 
 ATTR_SOURCE = "source"
-"""Per-demo source tag (``l2.merge`` writes it); L3 tags the demo with it instead of the file name's."""
+"""Per-demo source tag (``l2.tools.merge`` writes it); L3 tags the demo with it instead of the file name's."""
 SOURCES = ("scripted", "rl", "teleop", "mimic", "policy")
 """``policy``: closed-loop evaluation rollouts of a trained policy (``python -m l2.evaluate --record``)."""
 UNKNOWN_SOURCE = "unknown"

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from l2 import cli
-from l2.recording import dataset_handler
+from l2.recording import cli
+from l2.recording.handler import dataset_handler
 
 if TYPE_CHECKING:
     import torch

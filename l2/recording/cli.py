@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from l2.recording import OnExists, RecordingError
+from l2.recording.handler import OnExists, RecordingError
 
 
 def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num
 
 
 def add_attempt_args(parser: argparse.ArgumentParser) -> None:
-    """``--max_attempts`` and ``--episodes`` of the automatic sources (see :func:`l2.collect.collect`)."""
+    """``--max_attempts`` and ``--episodes`` of the automatic sources (see :func:`l2.recording.collect.collect`)."""
     group = parser.add_argument_group("episodes")
     limit = group.add_mutually_exclusive_group()
     limit.add_argument(
@@ -55,7 +55,7 @@ def add_attempt_args(parser: argparse.ArgumentParser) -> None:
 
 
 def attempt_limits(args: argparse.Namespace) -> tuple[int | None, int]:
-    """``(num_demos or None, max_attempts)`` for :func:`l2.collect.collect` from the runner's arguments."""
+    """``(num_demos or None, max_attempts)`` for :func:`l2.recording.collect.collect` from the runner's arguments."""
     if args.episodes is not None:
         return None, args.episodes
     return args.num_demos, args.max_attempts or 4 * args.num_demos + args.num_envs
@@ -66,9 +66,9 @@ def on_exists(args: argparse.Namespace) -> OnExists:
 
 
 def record_to(env_cfg, args: argparse.Namespace, *, max_successes: int | None = None, recorders=None) -> Path:
-    """Point the env cfg's recorder at ``args.output`` (see :func:`l2.recording.configure_recording`); an
+    """Point the env cfg's recorder at ``args.output`` (see :func:`l2.recording.handler.configure_recording`); an
     existing file that the flags do not allow touching, or a bad path, ends the run with a one-line error."""
-    from l2.recording import configure_recording
+    from l2.recording.handler import configure_recording
 
     try:
         return configure_recording(
@@ -95,17 +95,17 @@ def print_summary(rows: list[tuple[str, object]]) -> None:
 
 
 def validator_verdict(path: Path) -> tuple[bool, str]:
-    """Run ``l2.validate`` on a written file: (ok, one-line verdict)."""
-    from l2.validate import validate_file
+    """Run ``l2.format.validate`` on a written file: (ok, one-line verdict)."""
+    from l2.format.validate import validate_file
 
     report = validate_file(path)
     if report.ok:
-        return True, "valid (python -m l2.validate)"
+        return True, "valid (python -m l2.format.validate)"
     return False, f"INVALID: {len(report.violations)} violation(s), first: {report.violations[0]}"
 
 
 def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a runner; a :class:`~l2.recording.RecordingError` (e.g. demos that do not match the file they
+    """Run a runner; a :class:`~l2.recording.handler.RecordingError` (e.g. demos that do not match the file they
     would be appended to) becomes one line on stderr and exit status 2, with nothing written."""
     try:
         return runner(args)

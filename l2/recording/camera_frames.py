@@ -27,7 +27,7 @@ import numpy as np
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
-from l2.schema import OBS
+from l2.format.schema import OBS
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv

@@ -23,7 +23,7 @@ def warm_up(device: str = "cpu") -> float:
     """Build and step the task once; returns the seconds it took."""
     import torch
 
-    from l2 import sim
+    from l2.recording import sim
 
     start = time.perf_counter()
     env_cfg = sim.load_env_cfg(sim.DEFAULT_TASK, device, 1, seed=0)

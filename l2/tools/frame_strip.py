@@ -2,8 +2,8 @@
 
 Reads an L2 HDF5 file (no Isaac Lab needed) and writes a PNG::
 
-    python -m l2.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png
-    python -m l2.frame_strip teleop_lift_cube.hdf5 --demo 3 --frames 8 --scale 0.5 --output strip.png
+    python -m l2.tools.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png
+    python -m l2.tools.frame_strip teleop_lift_cube.hdf5 --demo 3 --frames 8 --scale 0.5 --output strip.png
 
 Every ``(T, H, W, 3) uint8`` term under ``obs/`` is a camera; ``--cameras`` picks and orders them.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from l2 import schema
+from l2.format import schema
+from l2.format.l2file import L2File, L2FileError
 
 GAP = 4
 """Pixels of white between frames and rows."""
@@ -54,11 +55,17 @@ def tile(rows: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
     return out
 
 
-def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = ()) -> np.ndarray:
-    """(rows x H, frames x W, 3) uint8: ``frames`` evenly spaced frames (first and last included) of each camera."""
-    with h5py.File(path, "r") as f:
+def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = (),
+                guard: bool = True) -> np.ndarray:
+    """(rows x H, frames x W, 3) uint8: ``frames`` evenly spaced frames (first and last included) of each camera.
+    ``guard=False``: the file was read through already (:class:`~l2.format.l2file.L2File`)."""
+    try:
+        f = L2File(path, guard=guard)
+    except L2FileError as exc:
+        raise ValueError(str(exc)) from None
+    with f:
         name = f"{schema.DATA_GROUP}/{schema.demo_name(demo)}"
-        group = f.get(name)
+        group = f.h5.get(name)
         if not isinstance(group, h5py.Group):
             raise ValueError(f"{path}:/{name}: no such demo")
         names = list(cameras) or camera_terms(group)
@@ -75,8 +82,8 @@ def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Seque
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m l2.frame_strip", description=__doc__.split("\n\n")[0],
-        epilog="example: python -m l2.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png",
+        prog="python -m l2.tools.frame_strip", description=__doc__.split("\n\n")[0],
+        epilog="example: python -m l2.tools.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png",
     )
     parser.add_argument("file", help="L2 HDF5 file recorded with cameras")
     parser.add_argument("--output", "-o", required=True, help="PNG to write")

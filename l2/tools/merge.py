@@ -1,8 +1,8 @@
 """Merge L2 HDF5 demo files of one task into one file (``docs/merge_split.md``).
 
-    python -m l2.merge data/demos/scripted_a.hdf5 data/demos/scripted_b.hdf5 -o data/demos/scripted_lift_cube.hdf5
+    python -m l2.tools.merge data/demos/scripted_a.hdf5 data/demos/scripted_b.hdf5 -o data/demos/scripted_lift_cube.hdf5
 
-Every input is checked with :func:`l2.validate.validate_file` first. Demos are copied with HDF5's
+Every input is checked with :func:`l2.format.validate.validate_file` first. Demos are copied with HDF5's
 object copy (``h5py.Group.copy``: every dataset keeps its chunking and compression, attributes and
 ``initial_state/`` come along, camera frames are copied chunk by chunk, never held in memory) and
 renumbered ``demo_0..demo_{N-1}`` in input order, then numeric demo order within each input;
@@ -24,8 +24,9 @@ from pathlib import Path
 import h5py
 from tqdm import tqdm
 
-from l2 import schema
-from l2.validate import LIFT_ACTION_DIM, _action_dim, describe_obs_layout, obs_layout, validate_file
+from l2.format import atomic, schema
+from l2.format.l2file import L2File, describe_obs_layout
+from l2.format.validate import LIFT_ACTION_DIM, _action_dim, validate_file
 
 ATTR_SOURCE = schema.ATTR_SOURCE
 """Per-demo attribute written by the merge: the L2 source tag of the file the demo came from."""
@@ -73,17 +74,15 @@ class _Input:
         self.path = path
         report = validate_file(path, action_dim)
         if not report.ok:
-            raise MergeError(f"{report.violations[0]} (python -m l2.validate {path} lists every problem)")
-        with h5py.File(path, "r") as f:
-            self.format_version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
-            data = f[schema.DATA_GROUP]
-            self.env_args = json.loads(data.attrs[schema.ATTR_ENV_ARGS])
-            self.demos = schema.sorted_demo_names(data.keys())
-            first = data[self.demos[0]] if self.demos else None
-            self.layout = obs_layout(first) if first is not None else None
-            self.action_shape = tuple(first[schema.ACTIONS].shape[1:]) if first is not None else None
-            self.has_masks = "mask" in f
-        self.source = schema.source_from_filename(os.path.basename(path))
+            raise MergeError(f"{report.violations[0]} (python -m l2.format.validate {path} lists every problem)")
+        with L2File(path, guard=False) as f:  # validate_file read it through
+            self.format_version = f.h5.attrs.get(schema.ATTR_FORMAT_VERSION)
+            self.env_args = f.env_args
+            self.demos = f.demos
+            self.sources = {name: f.source(name) for name in self.demos}
+            self.layout = f.obs_layout() if self.demos else None
+            self.action_shape = tuple(f.group(self.demos[0])[schema.ACTIONS].shape[1:]) if self.demos else None
+            self.has_masks = schema.MASK_GROUP in f.h5
 
 
 def check_same_task(inputs: Sequence[_Input], env_name: str | None) -> None:
@@ -139,13 +138,12 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
     if env_name is not None:
         env_args["env_name"] = env_name
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.stem}.merging-{os.getpid()}.hdf5")
     per_input: list[tuple[str, int, int]] = []
     total = 0
     bar = tqdm(total=sum(len(f.demos) for f in files), desc="merging", unit="demo", disable=not progress,
                file=sys.stderr, leave=False)
     try:
-        with h5py.File(tmp, "w") as out:
+        with atomic.replacing(output, tag="merging") as tmp, h5py.File(tmp, "w") as out:
             if files[0].format_version is not None:
                 out.attrs[schema.ATTR_FORMAT_VERSION] = files[0].format_version
             data = out.create_group(schema.DATA_GROUP)
@@ -158,7 +156,7 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
                         src.copy(src[f"{schema.DATA_GROUP}/{name}"], data, name=target)
                         demo = data[target]
                         if ATTR_SOURCE_FILE not in demo.attrs:  # kept from an earlier merge
-                            demo.attrs[ATTR_SOURCE] = f.source
+                            demo.attrs[ATTR_SOURCE] = f.sources[name]
                             demo.attrs[ATTR_SOURCE_FILE] = os.path.basename(f.path)
                             demo.attrs[ATTR_SOURCE_DEMO] = name
                         samples += int(demo.attrs[schema.ATTR_NUM_SAMPLES])
@@ -168,13 +166,9 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
                 total += samples
             data.attrs[schema.ATTR_TOTAL] = total
             data.attrs[schema.ATTR_ENV_ARGS] = json.dumps(env_args)
-        os.replace(tmp, output)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     finally:
         bar.close()
-    notices = [f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.split on the merged "
+    notices = [f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.tools.split on the merged "
                "file" for f in files if f.has_masks]
     return {"output": str(output), "demos": sum(n for _, n, _ in per_input), "samples": total,
             "inputs": per_input, "env_name": env_args.get("env_name"), "notices": notices}
@@ -182,13 +176,13 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m l2.merge",
+        prog="python -m l2.tools.merge",
         description="Merge L2 HDF5 demo files of one task into one file: demos renumbered demo_0..demo_{N-1} in "
         "input order, data/total summed, every dataset (obs terms, cameras, initial_state) copied as stored, "
         "each demo's origin kept in its source / source_file / source_demo attributes.",
         epilog="Same task: the inputs' /data env_args are equal except sim_args.num_envs (and env_name with "
         "--env-name), and their demos record the same obs terms and action width. Filter keys (mask/) of the "
-        "inputs are not carried over: split the merged file again with python -m l2.split. Exit status: 0 "
+        "inputs are not carried over: split the merged file again with python -m l2.tools.split. Exit status: 0 "
         "merged, 2 bad input or usage (one line, nothing written).",
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="L2 HDF5 files to merge, in this order")
@@ -199,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
                    "task, e.g. L2-Lift-Cube-Franka-IK-Abs-Scripted and -Teleop); the rest of env_args must match")
     p.add_argument("--action-dim", type=_action_dim, default=LIFT_ACTION_DIM, metavar="N",
                    help=f"expected action width when validating the inputs (default {LIFT_ACTION_DIM}; 0 skips the "
-                   "width and quaternion checks), as python -m l2.validate")
+                   "width and quaternion checks), as python -m l2.format.validate")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     return p
 

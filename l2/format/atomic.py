@@ -1,0 +1,98 @@
+"""Outputs replaced whole: written under a temporary name beside the target, flushed to disk, renamed into place.
+
+A reader (or a kill, or a power cut once the rename is on disk) sees the old target or the new one, never a
+half-written one. Every tool that replaces a file or a folder whole goes through :func:`publish` (the report
+pages, merged and Mimic files, traces, manifests, converted datasets).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+_LIBC = None
+
+
+def temp_path(target: str | os.PathLike, tag: str = "tmp") -> Path:
+    """A hidden name beside ``target`` for this process: ``.<name>.<pid>.<tag>`` (same folder, same filesystem)."""
+    target = Path(target)
+    return target.with_name(f".{target.name}.{os.getpid()}.{tag}")
+
+
+def _fsync(path: Path, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def flush_to_disk(path: str | os.PathLike) -> None:
+    """Put ``path``'s data on disk: a file's with fsync; a folder's, every file below it, with one syncfs of its
+    filesystem where Linux offers it (fsyncing hundreds of files one by one costs about 30 times more)."""
+    global _LIBC
+    path = Path(path)
+    if not path.is_dir():
+        _fsync(path)
+        return
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        if _LIBC is None:
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if _LIBC.syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    for root, _, files in os.walk(path):
+        for name in files:
+            _fsync(Path(root) / name)
+
+
+def publish(tmp: str | os.PathLike, target: str | os.PathLike, *, overwrite: bool = True) -> None:
+    """Flush ``tmp`` (a file or a folder) to disk and rename it to ``target``. An existing target is replaced only
+    with ``overwrite`` (else FileExistsError, and ``tmp`` stays); a file replaces a file in one rename, anything
+    else is moved aside first and removed once the new one is in place."""
+    tmp, target = Path(tmp), Path(target)
+    exists = target.exists() or target.is_symlink()
+    if exists and not overwrite:
+        raise FileExistsError(f"{target} exists (pass --overwrite to replace it)")
+    flush_to_disk(tmp)
+    old = None
+    if exists and (tmp.is_dir() or (target.is_dir() and not target.is_symlink())):
+        old = temp_path(target, "old")
+        os.replace(target, old)
+    os.replace(os.fspath(tmp), os.fspath(target))
+    with contextlib.suppress(OSError):  # the rename itself, on disk (not every filesystem opens folders)
+        _fsync(target.parent, directory=True)
+    if old is not None:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+
+
+@contextlib.contextmanager
+def replacing(target: str | os.PathLike, *, overwrite: bool = True, tag: str = "tmp") -> Iterator[Path]:
+    """``with replacing(out) as tmp: write(tmp)``: ``tmp`` is published as ``out`` when the block ends, and removed
+    if it raises (nothing is left behind)."""
+    tmp = temp_path(target, tag)
+    try:
+        yield tmp
+        publish(tmp, target, overwrite=overwrite)
+    finally:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+
+
+def write_text(target: str | os.PathLike, text: str, *, overwrite: bool = True) -> None:
+    """Write ``text`` (UTF-8) to ``target`` whole (:func:`replacing`); its folder is made if missing."""
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    with replacing(target, overwrite=overwrite) as tmp:
+        tmp.write_text(text, encoding="utf-8")
