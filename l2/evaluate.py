@@ -33,9 +33,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from l2.format import schema
 from l2.policy.report import EpisodeResult, EvaluationReport, rate_text
 from l2.recording import cli, sim

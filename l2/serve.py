@@ -22,9 +22,6 @@ import contextlib
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "config" / "lift_cube.yaml"
 LOWDIM_CONFIG = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"

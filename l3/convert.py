@@ -15,36 +15,33 @@ no output left behind); 1 the written dataset failed ``l3.validate`` (nothing re
 
 from __future__ import annotations
 
-import sys
-
-if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo importable
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import argparse
 import fnmatch
 import glob
 import multiprocessing as mp
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from tqdm import tqdm  # noqa: E402
+if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from l2.format import atomic  # noqa: E402
-from l2.format.hdf5_guard import read_through_all  # noqa: E402
-from l3 import inputs as l3_inputs  # noqa: E402
-from l3 import v30  # noqa: E402
-from l3 import validate as l3_validate  # noqa: E402
-from l3.errors import ConfigError, InputError, OutputInvalid, UsageError  # noqa: E402
-from l3.layout import META, Layout  # noqa: E402
-from l3.mapping import Mapping, dump_mapping, load_mapping, with_names  # noqa: E402
-from l3.output import SourceCount, Summary, replace_output  # noqa: E402
-from l3.readers.common import EpisodeRef  # noqa: E402
-from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode  # noqa: E402
+from tqdm import tqdm
+
+from l2.format import atomic
+from l2.format.hdf5_guard import read_through_all
+from l3 import inputs as l3_inputs
+from l3 import v30
+from l3 import validate as l3_validate
+from l3.errors import ConfigError, InputError, OutputInvalid, UsageError
+from l3.layout import META, Layout
+from l3.mapping import Mapping, dump_mapping, load_mapping, with_names
+from l3.output import SourceCount, Summary, replace_output
+from l3.readers.common import EpisodeRef
+from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
 

@@ -24,15 +24,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python l3/validate.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from l3 import layout, meta  # noqa: E402
-from l3.mapping import ROTATION_WIDTHS  # noqa: E402
+from l3 import layout, meta
+from l3.mapping import ROTATION_WIDTHS
 
 
 @dataclass(frozen=True)

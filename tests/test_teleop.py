@@ -107,17 +107,25 @@ def test_terminal_keyboard_reads_keys_without_kit():
     kb.add_callback("SPACE", lambda: pressed.append("space"))
     kb.add_callback("R", lambda: pressed.append("r"))
     kb.add_callback("ESCAPE", lambda: pressed.append("esc"))
+
+    def read_up_to(n: int) -> None:
+        """Wait until the reader has passed the n-th callback key (keys are read in order)."""
+        deadline = time.monotonic() + 60
+        while len(pressed) < n:
+            assert time.monotonic() < deadline, f"the keyboard read {pressed} only"
+            time.sleep(0.01)
+
     try:
-        os.write(master, b"wwdk c")
-        time.sleep(0.3)
+        os.write(master, b"wwdk cr")  # the R last: once it is seen, every key before it was read
+        read_up_to(2)
         out = kb.advance()
         assert torch.allclose(out[:3], torch.tensor([2 * POS_STEP, -POS_STEP, 0.0]))
         assert torch.allclose(out[3:6], torch.tensor([0.0, 0.0, ROT_STEP]))
         assert out[6] == -1.0  # K closed the gripper
         assert torch.equal(kb.advance()[:6], torch.zeros(6))  # steps are consumed by advance()
-        os.write(master, b"r\x1b\x1b[A")  # R, Esc, then an arrow key (ignored)
-        time.sleep(0.3)
-        assert pressed == ["space", "r", "esc"]
+        os.write(master, b"\x1b\x1b[Ar")  # Esc, an arrow key (ignored), R
+        read_up_to(4)
+        assert pressed == ["space", "r", "esc", "r"]
     finally:
         kb.close()
         stream.close()

@@ -19,9 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 REPO = Path(__file__).resolve().parents[2]
 
 

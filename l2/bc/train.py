@@ -29,9 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "config" / "robomimic" / "bc_lift_lowdim.json"
 MAPPING = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"

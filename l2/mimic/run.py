@@ -24,10 +24,6 @@ import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from l2.format import atomic
 from l2.recording import cli, sim
