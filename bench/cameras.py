@@ -65,8 +65,13 @@ def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
             sm.reset(env.termination_manager.dones.nonzero().flatten())
         total = time.perf_counter() - start
         written = env.recorder_manager.exported_successful_episode_count
-    return {"frames_per_s": steps * num_envs / total, "total_s": total, "render_s": render[0],
-            "record_s": record[0], "episodes": written}
+    return {
+        "frames_per_s": steps * num_envs / total,
+        "total_s": total,
+        "render_s": render[0],
+        "record_s": record[0],
+        "episodes": written,
+    }
 
 
 def measure_memory(num_envs: int, mode: str, steps: int, out: Path) -> dict:
@@ -96,8 +101,9 @@ def measure_memory(num_envs: int, mode: str, steps: int, out: Path) -> dict:
     with sim.make_env(env_cfg, TASK) as env:
         env.reset()
         ee = env.scene["ee_frame"].data
-        hold = torch.cat([ee.target_pos_source.torch[:, 0], ee.target_quat_source.torch[:, 0],
-                          torch.ones(num_envs, 1)], dim=-1)
+        hold = torch.cat(
+            [ee.target_pos_source.torch[:, 0], ee.target_quat_source.torch[:, 0], torch.ones(num_envs, 1)], dim=-1
+        )
         for _ in range(steps):
             env.step(hold)
     return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -130,8 +136,12 @@ def storage_and_psnr(files: list[Path], work: Path) -> dict:
                 video = out / layout.video_path(e["episode_index"], layout.video_key(cam))
                 scores.append(psnr(f[f"data/{e['demo']}/obs/{cam}"][()], np.stack(list(decode(video)))))
     scores = np.concatenate(scores)
-    return {"bytes_per_frame": {c: b / max(n, 1) for c, (b, n) in stored.items()},
-            "psnr_mean": float(scores.mean()), "psnr_min": float(scores.min()), "psnr_frames": len(scores)}
+    return {
+        "bytes_per_frame": {c: b / max(n, 1) for c, (b, n) in stored.items()},
+        "psnr_mean": float(scores.mean()),
+        "psnr_min": float(scores.min()),
+        "psnr_frames": len(scores),
+    }
 
 
 def _child(args: list[str]) -> dict:
@@ -171,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
                 out = work / f"rate_{n}_{cams}" / "scripted_lift_cube.hdf5"
                 r = _child(["--child", "rate", str(n), cams, str(args.rate_steps), str(out)])
                 results["rate"][f"{n}_{cams}"] = r
-                print(f"  speed  {n:>2} envs, cameras {cams:<3}: {r['frames_per_s']:6.1f} env-frames/s "
-                      f"({r['episodes']} demos written)", flush=True)
+                print(
+                    f"  speed  {n:>2} envs, cameras {cams:<3}: {r['frames_per_s']:6.1f} env-frames/s "
+                    f"({r['episodes']} demos written)",
+                    flush=True,
+                )
                 if cams == "on" and r["episodes"]:
                     camera_files.append(out)
         for mode in ("spool", "ram"):
@@ -184,8 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         results["files"] = storage_and_psnr(camera_files, work) if camera_files else {}
 
     print("\nspeed: scripted loop with recording; baseline = the same loop with presets=no_cameras")
-    print(f"  {'envs':>4} {'no cameras':>11} {'cameras':>9} {'ratio':>7} {'render':>7} {'record':>7} {'other':>7} "
-          f"{'non-render vs baseline':>23}")
+    print(
+        f"  {'envs':>4} {'no cameras':>11} {'cameras':>9} {'ratio':>7} {'render':>7} {'record':>7} {'other':>7} "
+        f"{'non-render vs baseline':>23}"
+    )
     for n in [int(v) for v in args.rate_envs.split(",")]:
         off, on = results["rate"][f"{n}_off"], results["rate"][f"{n}_on"]
         step_off = off["total_s"] / args.rate_steps
@@ -197,8 +212,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * render:6.0f}% {100 * record:6.0f}% {100 * (1 - render - record):6.0f}% {non_render:22.2f}x"
         )
         results["rate"][f"{n}_non_render_vs_state_only"] = non_render
-    print("  (render/record/other: shares of a camera step's wall time; last column: a camera step minus its "
-          "rendering, over a state-only step; target <= 1.20x)")
+    print(
+        "  (render/record/other: shares of a camera step's wall time; last column: a camera step minus its "
+        "rendering, over a state-only step; target <= 1.20x)"
+    )
     mem = results["memory"]
     print(f"\nmemory: peak RSS, 16 envs vs 4 envs, {args.memory_steps}-step episodes with both cameras")
     for mode, label in (("spool", "ours: frames streamed to a spool file"), ("ram", "baseline: frames held in RAM")):
@@ -208,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         f = results["files"]
         per = ", ".join(f"{c} {b / 1024:.1f} KiB" for c, b in f["bytes_per_frame"].items())
         print(f"\nstorage: bytes per stored 224x224 frame (raw 147 KiB): {per}")
-        print(f"video:   PSNR of {f['psnr_frames']} decoded frames vs recorded: mean {f['psnr_mean']:.1f} dB, "
-              f"min {f['psnr_min']:.1f} dB (targets 40 / 35)")
+        print(
+            f"video:   PSNR of {f['psnr_frames']} decoded frames vs recorded: mean {f['psnr_mean']:.1f} dB, "
+            f"min {f['psnr_min']:.1f} dB (targets 40 / 35)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -44,8 +44,15 @@ from l3.mapping import load_mapping  # noqa: E402
 CONFIG = REPO / "config" / "lift_cube.yaml"
 
 
-def make_files(d: Path, episodes: int, length: int, camera: bool, files: int = 2,
-               storage: str = "isaaclab", frame_size: tuple[int, int] | None = None) -> list[str]:
+def make_files(
+    d: Path,
+    episodes: int,
+    length: int,
+    camera: bool,
+    files: int = 2,
+    storage: str = "isaaclab",
+    frame_size: tuple[int, int] | None = None,
+) -> list[str]:
     from l3_fixtures import ISAACLAB_STORAGE, make_demo, write_l2
 
     rng = np.random.default_rng(0)
@@ -158,8 +165,12 @@ def lerobot_write(root: Path, work: Path, episodes: int, fps: int) -> dict | Non
     (src / "meta.json").write_text(json.dumps({"episodes": len(paths), "state_dim": dims[0], "action_dim": dims[1]}))
     (work / "lerobot_writer.py").write_text(LEROBOT_WRITER)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf"), "PYTHONPATH": ""}
-    r = subprocess.run([python, str(work / "lerobot_writer.py"), str(src), str(work / "lerobot_out"), str(fps)],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [python, str(work / "lerobot_writer.py"), str(src), str(work / "lerobot_out"), str(fps)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if r.returncode != 0:
         print(f"(LeRobot writer failed: {r.stderr[-2000:]})", file=sys.stderr)
         return None
@@ -173,8 +184,9 @@ def ffmpeg_exe() -> str | None:
     r = subprocess.run(["bash", str(REPO / "scripts/setup_lerobot.sh"), "v21"], capture_output=True, text=True)
     if r.returncode == 0:
         py = r.stdout.strip().splitlines()[-1]
-        q = subprocess.run([py, "-c", "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())"],
-                           capture_output=True, text=True)
+        q = subprocess.run(
+            [py, "-c", "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())"], capture_output=True, text=True
+        )
         if q.returncode == 0:
             return q.stdout.strip()
     return None
@@ -198,7 +210,7 @@ def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
 
     def run_ours() -> float:
         t0 = time.perf_counter()
-        encode(work / "pyav.mp4", (data[i:i + 32] for i in range(0, frames, 32)), fps, opts)
+        encode(work / "pyav.mp4", (data[i : i + 32] for i in range(0, frames, 32)), fps, opts)
         return time.perf_counter() - t0
 
     exe = ffmpeg_exe()
@@ -219,9 +231,19 @@ def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
         ours = min(ours, run_ours())
         cli1 = min(cli1, run_cli(1))
         cli = min(cli, run_cli(None))
-    return {"frames": frames, "size": f"{w}x{h}", "ours_s": ours, "ours_fps": frames / ours,
-            "ffmpeg1_s": cli1, "ffmpeg1_fps": frames / cli1, "ratio1": cli1 / ours,
-            "ffmpeg_s": cli, "ffmpeg_fps": frames / cli, "ratio": cli / ours, "ffmpeg": exe}
+    return {
+        "frames": frames,
+        "size": f"{w}x{h}",
+        "ours_s": ours,
+        "ours_fps": frames / ours,
+        "ffmpeg1_s": cli1,
+        "ffmpeg1_fps": frames / cli1,
+        "ratio1": cli1 / ours,
+        "ffmpeg_s": cli,
+        "ffmpeg_fps": frames / cli,
+        "ratio": cli / ours,
+        "ffmpeg": exe,
+    }
 
 
 def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | None) -> list[str]:
@@ -231,14 +253,39 @@ def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | No
 
     opts = load_mapping(CONFIG).video
     x264 = encoder_options(opts)
-    return [exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", str(fps),
-            "-i", "-", "-c:v", opts.codec, "-pix_fmt", "yuv420p", "-crf", x264["crf"], "-preset", x264["preset"],
-            "-x264-params", x264["x264-params"], "-g", str(opts.gop),
-            *([] if threads is None else ["-threads", str(threads)]), str(out)]
+    return [
+        exe,
+        "-y",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-s",
+        f"{w}x{h}",
+        "-r",
+        str(fps),
+        "-i",
+        "-",
+        "-c:v",
+        opts.codec,
+        "-pix_fmt",
+        "yuv420p",
+        "-crf",
+        x264["crf"],
+        "-preset",
+        x264["preset"],
+        "-x264-params",
+        x264["x264-params"],
+        "-g",
+        str(opts.gop),
+        *([] if threads is None else ["-threads", str(threads)]),
+        str(out),
+    ]
 
 
-def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int], fps: int,
-                  storage: str) -> dict:
+def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int], fps: int, storage: str) -> dict:
     """Camera episodes converted with --workers = the usable cores vs the ffmpeg CLI (default threads) encoding
     the same videos one after another: what each gets out of the whole machine."""
     import h5py
@@ -270,9 +317,18 @@ def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int],
             cli = min(cli, run_cli())
     if exe is None:
         cli = float("nan")
-    return {"episodes": episodes, "videos": len(videos), "frames": frames, "size": f"{w}x{h}", "workers": cores,
-            "ours_s": ours, "ours_fps": frames / ours, "ffmpeg_s": cli, "ffmpeg_fps": frames / cli,
-            "ratio": cli / ours}
+    return {
+        "episodes": episodes,
+        "videos": len(videos),
+        "frames": frames,
+        "size": f"{w}x{h}",
+        "workers": cores,
+        "ours_s": ours,
+        "ours_fps": frames / ours,
+        "ffmpeg_s": cli,
+        "ffmpeg_fps": frames / cli,
+        "ratio": cli / ours,
+    }
 
 
 PEAK_RSS = textwrap.dedent("""
@@ -286,8 +342,12 @@ PEAK_RSS = textwrap.dedent("""
 
 def peak_rss_kb(files: list[str], out: Path, config: Path) -> int:
     shutil.rmtree(out, ignore_errors=True)
-    r = subprocess.run([sys.executable, "-c", PEAK_RSS, str(REPO), str(out), str(config), *files],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(REPO), str(out), str(config), *files],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(r.stdout.strip().splitlines()[-1])
 
 
@@ -303,9 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--machine-length", type=int, default=100, help="frames per episode in the per-machine run")
     p.add_argument("--machine-size", default="224x224", help="WxH of both cameras in the per-machine run")
     p.add_argument("--cam-length", type=int, default=100, help="frames per camera episode (memory/workers)")
-    p.add_argument("--storage", choices=("isaaclab", "plain"), default="isaaclab",
-                   help="how the state-only inputs store their datasets: gzip chunks as Isaac Lab's "
-                   "HDF5DatasetFileHandler (and every L2 source) writes them, or contiguous (default isaaclab)")
+    p.add_argument(
+        "--storage",
+        choices=("isaaclab", "plain"),
+        default="isaaclab",
+        help="how the state-only inputs store their datasets: gzip chunks as Isaac Lab's "
+        "HDF5DatasetFileHandler (and every L2 source) writes them, or contiguous (default isaaclab)",
+    )
     p.add_argument("--skip-lerobot", action="store_true", help="do not build/run the LeRobot venv")
     p.add_argument("--json", help="also write the results as JSON here")
     args = p.parse_args(argv)
@@ -326,9 +390,16 @@ def main(argv: list[str] | None = None) -> int:
             convert_s = min(convert_s, timed_convert(files, work / "state_out", state_cfg))
             bare_s = min(bare_s, bare_pyarrow(tables, work / "bare"))
             floor_s = min(floor_s, read_and_write(files, tables, work / "floor"))
-        st = {"episodes": args.episodes, "frames": frames, "storage": args.storage, "ours_fps": frames / convert_s,
-              "pyarrow_fps": frames / bare_s, "ratio_vs_pyarrow": bare_s / convert_s,
-              "read_write_fps": frames / floor_s, "ratio_vs_read_write": floor_s / convert_s}
+        st = {
+            "episodes": args.episodes,
+            "frames": frames,
+            "storage": args.storage,
+            "ours_fps": frames / convert_s,
+            "pyarrow_fps": frames / bare_s,
+            "ratio_vs_pyarrow": bare_s / convert_s,
+            "read_write_fps": frames / floor_s,
+            "ratio_vs_read_write": floor_s / convert_s,
+        }
         if not args.skip_lerobot:
             lr = lerobot_write(work / "state_out", work, args.lerobot_episodes, fps)
             if lr:
@@ -340,8 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         w, h = (int(v) for v in args.video_size.split("x"))
         res["video"] = video_bench(work, args.video_frames, h, w, fps)
         mw, mh = (int(v) for v in args.machine_size.split("x"))
-        res["machine"] = machine_bench(work, args.machine_episodes, args.machine_length, (mh, mw), fps,
-                                       args.storage)
+        res["machine"] = machine_bench(work, args.machine_episodes, args.machine_length, (mh, mw), fps, args.storage)
 
         # memory 1 vs N camera episodes, and workers speed-up
         cfg = CONFIG
@@ -349,12 +419,20 @@ def main(argv: list[str] | None = None) -> int:
         many = make_files(work / "memN", args.mem_episodes, args.cam_length, camera=True, storage=args.storage)
         rss1 = peak_rss_kb(one, work / "m1", cfg)
         rssn = peak_rss_kb(many, work / "mN", cfg)
-        res["memory"] = {"episodes": [1, args.mem_episodes], "peak_rss_mb": [rss1 / 1024, rssn / 1024],
-                         "ratio": rssn / rss1}
+        res["memory"] = {
+            "episodes": [1, args.mem_episodes],
+            "peak_rss_mb": [rss1 / 1024, rssn / 1024],
+            "ratio": rssn / rss1,
+        }
         w1 = timed_convert(many, work / "w1", cfg, workers=1)
         w2 = timed_convert(many, work / "w2", cfg, workers=2)
-        res["workers"] = {"episodes": args.mem_episodes, "w1_s": w1, "w2_s": w2, "speedup": w1 / w2,
-                          "cpus": os.cpu_count()}
+        res["workers"] = {
+            "episodes": args.mem_episodes,
+            "w1_s": w1,
+            "w2_s": w2,
+            "speedup": w1 / w2,
+            "cpus": os.cpu_count(),
+        }
 
     s, v, m, wk, mc = res["state"], res["video"], res["memory"], res["workers"], res["machine"]
     rows = [

@@ -94,8 +94,22 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
 
     before = demos_in(path)
     episode, dataset = (rng.randint(1, 4), rng.randint(1, 12)) if mode == "in-write" else (0, 0)
-    cmd = [sys.executable, "-c", CHILD.format(repo=str(REPO)), "--num_envs", "4", "--num_demos", "100000",
-           "--max_attempts", "100000", "--seed", str(seed), "--output", str(path), "--append"]
+    cmd = [
+        sys.executable,
+        "-c",
+        CHILD.format(repo=str(REPO)),
+        "--num_envs",
+        "4",
+        "--num_demos",
+        "100000",
+        "--max_attempts",
+        "100000",
+        "--seed",
+        str(seed),
+        "--output",
+        str(path),
+        "--append",
+    ]
     if not args.cameras:
         cmd.append("presets=no_cameras")
     env = {**os.environ, "CRASH_EPISODE": str(episode), "CRASH_DATASET": str(dataset)}
@@ -136,10 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=20, help="rounds, half of each mode (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="picks the moments (default: %(default)s)")
-    parser.add_argument("--max-delay", type=float, default=20.0, help="outside kills: at most this many s "
-                        "after collection starts (default: %(default)s)")
-    parser.add_argument("--startup-timeout", type=float, default=300.0, help="s to wait for a run to start "
-                        "collecting (default: %(default)s)")
+    parser.add_argument(
+        "--max-delay",
+        type=float,
+        default=20.0,
+        help="outside kills: at most this many s after collection starts (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=300.0,
+        help="s to wait for a run to start collecting (default: %(default)s)",
+    )
     parser.add_argument("--cameras", action="store_true", help="record both cameras (default: state only)")
     parser.add_argument("--file", type=Path, default=None, help="demo file to collect into (default: a temp file)")
     args = parser.parse_args(argv)
@@ -152,15 +174,20 @@ def main(argv: list[str] | None = None) -> int:
             mode = ("outside", "in-write")[i % 2]
             r = run_round(path, args, rng, mode, seed=1000 + i)
             rounds.append(r)
-            print(f"  {i + 1:>3}  {r.mode:<9} {r.moment:<27} exit {r.exit_code:>4}  reported {r.reported:>3}  "
-                  f"demos {r.before:>3} -> {r.after:>3}  lost {r.lost}  {r.verdict}", flush=True)
+            print(
+                f"  {i + 1:>3}  {r.mode:<9} {r.moment:<27} exit {r.exit_code:>4}  reported {r.reported:>3}  "
+                f"demos {r.before:>3} -> {r.after:>3}  lost {r.lost}  {r.verdict}",
+                flush=True,
+            )
             if not r.valid:
                 break
     killed = sum(r.exit_code == -signal.SIGKILL for r in rounds)
     survived = sum(r.valid for r in rounds)
     lost = sum(r.lost for r in rounds if r.valid)
-    print(f"\n  kills {killed}/{len(rounds)} rounds (SIGKILL), file valid after {survived}/{len(rounds)}, "
-          f"reported demos lost {lost}, demos in the file at the end {rounds[-1].after if rounds else 0}")
+    print(
+        f"\n  kills {killed}/{len(rounds)} rounds (SIGKILL), file valid after {survived}/{len(rounds)}, "
+        f"reported demos lost {lost}, demos in the file at the end {rounds[-1].after if rounds else 0}"
+    )
     return 0 if rounds and survived == len(rounds) and lost == 0 and killed == len(rounds) else 1
 
 

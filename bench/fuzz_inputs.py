@@ -42,8 +42,17 @@ for p in (REPO, REPO / "tests"):
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-MUTATIONS = ("flip_bytes", "truncate", "zero_block", "wrong_dtype", "wrong_shape", "nan", "drop_attr",
-             "mistype_attr", "drop_node")
+MUTATIONS = (
+    "flip_bytes",
+    "truncate",
+    "zero_block",
+    "wrong_dtype",
+    "wrong_shape",
+    "nan",
+    "drop_attr",
+    "mistype_attr",
+    "drop_node",
+)
 BYTE_MUTATIONS = ("flip_bytes", "truncate", "zero_block")
 
 
@@ -135,8 +144,11 @@ def mutate(path: Path, kind: str, rng: np.random.Generator) -> str:
                 return f"{name}: a NaN/inf"
             del parent[name.rsplit("/", 1)[-1]]
             if kind == "wrong_dtype":
-                new = value.astype(np.float64 if value.dtype.kind in "iub" else np.int8) if value.dtype.kind in "iubf" \
+                new = (
+                    value.astype(np.float64 if value.dtype.kind in "iub" else np.int8)
+                    if value.dtype.kind in "iubf"
                     else np.zeros(value.shape[:1], dtype=np.float32)
+                )
                 parent.create_dataset(name.rsplit("/", 1)[-1], data=new)
                 return f"{name}: dtype {value.dtype} -> {new.dtype}"
             if value.ndim and value.shape[0] > 1 and rng.random() < 0.5:
@@ -224,8 +236,10 @@ def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[st
     shutil.rmtree(out_dir, ignore_errors=True)
 
     skip_dir = work / "skip"
-    rc, _, err, exc = _run(l3_convert.main, [str(good), str(mutant), "--config", str(reader.config), "-o",
-                                             str(skip_dir), "-q", "--skip-bad"])
+    rc, _, err, exc = _run(
+        l3_convert.main,
+        [str(good), str(mutant), "--config", str(reader.config), "-o", str(skip_dir), "-q", "--skip-bad"],
+    )
     if exc:
         problems.append(f"convert --skip-bad raised {exc}")
     elif rc != 0:
@@ -283,8 +297,14 @@ class IsolatedChecker:
         self.proc.join()
 
 
-def campaign(readers: list[str], per_reader: int, seed: int, keep: Path | None = None,
-             progress: bool = False, timeout: float = 120.0) -> list[Outcome]:
+def campaign(
+    readers: list[str],
+    per_reader: int,
+    seed: int,
+    keep: Path | None = None,
+    progress: bool = False,
+    timeout: float = 120.0,
+) -> list[Outcome]:
     """Run ``per_reader`` mutations for each reader; every outcome, problems included."""
     from tqdm import tqdm
 
@@ -320,17 +340,20 @@ def campaign(readers: list[str], per_reader: int, seed: int, keep: Path | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     parser.add_argument("--per-reader", type=int, default=200, help="mutations per reader (default: %(default)s)")
     parser.add_argument("--readers", default=",".join(READERS), help="comma-separated (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="copy failing mutants into this folder")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant before it counts as a hang")
     args = parser.parse_args(argv)
-    outcomes = campaign(args.readers.split(","), args.per_reader, args.seed, args.keep, progress=True,
-                        timeout=args.timeout)
+    outcomes = campaign(
+        args.readers.split(","), args.per_reader, args.seed, args.keep, progress=True, timeout=args.timeout
+    )
     print(f"\nfuzz campaign, seed {args.seed}: {args.per_reader} mutations per reader")
     print(f"  {'reader':<13} {'mutants':>7} {'converted':>9} {'refused':>7} {'failures':>8}")
     for name in args.readers.split(","):

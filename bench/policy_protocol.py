@@ -79,8 +79,10 @@ def observation(batch: int, size: int, rng: np.random.Generator) -> dict:
     from l2.policy.modality import ModalityAdapter
     from l3.mapping import load_mapping
 
-    terms = {"obs/joint_pos": rng.normal(size=(batch, 9)).astype(np.float32),
-             "obs/object_position": rng.normal(size=(batch, 3)).astype(np.float32)}
+    terms = {
+        "obs/joint_pos": rng.normal(size=(batch, 9)).astype(np.float32),
+        "obs/object_position": rng.normal(size=(batch, 3)).astype(np.float32),
+    }
     for cam in ("table_cam", "wrist_cam"):  # rendered-looking frames: smooth, not noise (same bytes either way)
         terms[f"obs/{cam}"] = rng.integers(0, 255, (batch, size, size, 3), dtype=np.uint8)
     return ModalityAdapter(load_mapping(CONFIG)).observation(terms)
@@ -180,17 +182,23 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     step = sim_step(args.sim_envs, args.sim_steps, args.image_size) if args.sim_steps else None
     size = args.image_size
-    print(f"policy protocol: get_action round trip, both cameras {size}x{size}, chunk of {HORIZON}; "
-          f"baseline = bare ZeroMQ echo of the same bytes (median of {args.repeats})")
+    print(
+        f"policy protocol: get_action round trip, both cameras {size}x{size}, chunk of {HORIZON}; "
+        f"baseline = bare ZeroMQ echo of the same bytes (median of {args.repeats})"
+    )
     print(f"  {'B':>3}  {'request':>9}  {'protocol':>9}  {'echo':>8}  {'ratio':>6}  {'share of sim step':>18}")
     for batch in batches:
         ours, bare, nbytes = round_trips(batch, size, args.repeats)
         share = f"{100 * ours / step:.1f} %" if step and batch == args.sim_envs else "-"
-        print(f"  {batch:>3}  {nbytes / 1e6:>7.2f}MB  {1000 * ours:>7.2f}ms  {1000 * bare:>6.2f}ms  "
-              f"{ours / bare:>5.2f}x  {share:>18}")
+        print(
+            f"  {batch:>3}  {nbytes / 1e6:>7.2f}MB  {1000 * ours:>7.2f}ms  {1000 * bare:>6.2f}ms  "
+            f"{ours / bare:>5.2f}x  {share:>18}"
+        )
     if step:
-        print(f"simulation step: {1000 * step:.0f} ms ({args.sim_envs} envs, both cameras {size}x{size}, cpu); "
-              f"targets: ratio <= 1.5x, share <= 10 %")
+        print(
+            f"simulation step: {1000 * step:.0f} ms ({args.sim_envs} envs, both cameras {size}x{size}, cpu); "
+            f"targets: ratio <= 1.5x, share <= 10 %"
+        )
     return 0
 
 

@@ -30,8 +30,13 @@ VARIANTS = {
     "isaaclab": "Isaac Lab ActionStateRecorderManagerCfg",
 }
 WARMUP_STEPS = 10
-RECORDER_HOOKS = ("record_pre_step", "record_post_step", "record_post_physics_decimation_step",
-                  "record_pre_reset", "record_post_reset")
+RECORDER_HOOKS = (
+    "record_pre_step",
+    "record_post_step",
+    "record_post_physics_decimation_step",
+    "record_pre_reset",
+    "record_post_reset",
+)
 
 
 def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
@@ -89,8 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
             for variant in VARIANTS:
-                cmd = [sys.executable, __file__, "--variant", variant, "--out_dir", tmp,
-                       "--num_envs", str(args.num_envs), "--steps", str(args.steps)]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--variant",
+                    variant,
+                    "--out_dir",
+                    tmp,
+                    "--num_envs",
+                    str(args.num_envs),
+                    "--steps",
+                    str(args.steps),
+                ]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0:
                     print(proc.stderr[-3000:], file=sys.stderr)

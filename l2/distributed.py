@@ -170,22 +170,35 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
     try:
         while have < spec.target:
             if stalled > spec.restarts:
-                result.error = (f"{path}: still {have} of {spec.target} demos after {stalled} collector runs "
-                                f"without a new one (see {spec.log})")
+                result.error = (
+                    f"{path}: still {have} of {spec.target} demos after {stalled} collector runs "
+                    f"without a new one (see {spec.log})"
+                )
                 break
             seed = shard_seed(spec.seed, spec.index, have, stalled)
             stats_file = path.with_name(f".{path.stem}.stats.json")
             stats_file.unlink(missing_ok=True)
-            cmd = [sys.executable, *spec.command, "--output", str(path), "--num_demos", str(spec.target - have),
-                   "--seed", str(seed), "--stats-json", str(stats_file)]
+            cmd = [
+                sys.executable,
+                *spec.command,
+                "--output",
+                str(path),
+                "--num_demos",
+                str(spec.target - have),
+                "--seed",
+                str(seed),
+                "--stats-json",
+                str(stats_file),
+            ]
             if path.exists():
                 cmd.append("--append")
             start = time.perf_counter()
             with open(spec.log, "a") as log:
                 log.write(f"\n$ {' '.join(cmd)}\n")
                 log.flush()
-                subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                               preexec_fn=_parent_death_signal(), check=False)
+                subprocess.run(
+                    cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_parent_death_signal(), check=False
+                )
             result.process_seconds += time.perf_counter() - start
             result.runs += 1
             if stats_file.exists():  # absent when the collector was killed
@@ -252,30 +265,55 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source", required=True, choices=sorted(COLLECTORS), help="which collector the workers run")
     parser.add_argument("--num_demos", type=int, required=True, help="successful demos in total, over all shards")
     parser.add_argument("--workers", type=int, required=True, help="workers = shards (one collector process each)")
-    parser.add_argument("--output", required=True, metavar="DIR",
-                        help="folder of the shards (DIR/shard_<k>.hdf5), on storage every worker sees; name it "
-                        "after the source, e.g. data/scripted_lift_cube, so that l3/convert.py tags it")
-    parser.add_argument("--address", default=None,
-                        help="Ray cluster to join (e.g. auto, or HEAD_IP:6379); default: start a local Ray "
-                        "instance with one CPU per core")
-    parser.add_argument("--num_envs", type=int, default=None,
-                        help="parallel envs per worker (default: 4; 1 for teleop-replay)")
-    parser.add_argument("--device", default="cpu",
-                        help="cpu, or cuda: each worker then asks Ray for one GPU (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=42,
-                        help="base seed; shard k's runs get distinct seeds derived from it (default: %(default)s)")
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="folder of the shards (DIR/shard_<k>.hdf5), on storage every worker sees; name it "
+        "after the source, e.g. data/scripted_lift_cube, so that l3/convert.py tags it",
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster to join (e.g. auto, or HEAD_IP:6379); default: start a local Ray "
+        "instance with one CPU per core",
+    )
+    parser.add_argument(
+        "--num_envs", type=int, default=None, help="parallel envs per worker (default: 4; 1 for teleop-replay)"
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, or cuda: each worker then asks Ray for one GPU (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="base seed; shard k's runs get distinct seeds derived from it (default: %(default)s)",
+    )
     parser.add_argument("--task", default=None, help="gym id (default: the collector's)")
     parser.add_argument("--checkpoint", default=None, help="rl: the policy checkpoint (default: the shipped one)")
-    parser.add_argument("--trace", default=DEFAULT_TRACE,
-                        help="teleop-replay: the device trace to replay (default: %(default)s); it fixes the seed, so "
-                        "every replay gives the same demo")
-    parser.add_argument("--restarts", type=int, default=3,
-                        help="collector runs a worker starts again in a row without a new demo (default: %(default)s)")
-    parser.add_argument("--cpus_per_worker", type=float, default=1.0,
-                        help="CPUs Ray reserves per worker (default: %(default)s)")
+    parser.add_argument(
+        "--trace",
+        default=DEFAULT_TRACE,
+        help="teleop-replay: the device trace to replay (default: %(default)s); it fixes the seed, so "
+        "every replay gives the same demo",
+    )
+    parser.add_argument(
+        "--restarts",
+        type=int,
+        default=3,
+        help="collector runs a worker starts again in a row without a new demo (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cpus_per_worker", type=float, default=1.0, help="CPUs Ray reserves per worker (default: %(default)s)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="Isaac Lab cfg overrides for the collectors, e.g. presets=no_cameras")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Isaac Lab cfg overrides for the collectors, e.g. presets=no_cameras",
+    )
     args = parser.parse_args(argv)
     if args.num_demos < 1 or args.workers < 1:
         parser.error("--num_demos and --workers must be >= 1")
@@ -300,8 +338,14 @@ def collector_command(args: argparse.Namespace) -> list[str]:
 
 
 def _manifest(args: argparse.Namespace) -> dict:
-    return {"source": args.source, "num_demos": args.num_demos, "workers": args.workers, "seed": args.seed,
-            "task": args.task, "overrides": list(args.overrides)}
+    return {
+        "source": args.source,
+        "num_demos": args.num_demos,
+        "workers": args.workers,
+        "seed": args.seed,
+        "task": args.task,
+        "overrides": list(args.overrides),
+    }
 
 
 def prepare_output(args: argparse.Namespace) -> Path:
@@ -313,8 +357,9 @@ def prepare_output(args: argparse.Namespace) -> Path:
         have = json.loads(manifest.read_text())
         diff = [f"{k} {have.get(k)!r} (asked: {v!r})" for k, v in want.items() if have.get(k) != v]
         if diff:
-            raise DistributedError(f"{manifest}: {output} holds another collection: " + ", ".join(diff)
-                                   + "; use another --output")
+            raise DistributedError(
+                f"{manifest}: {output} holds another collection: " + ", ".join(diff) + "; use another --output"
+            )
     else:
         extra = sorted(p.name for p in output.glob("*.hdf5")) if output.is_dir() else []
         if extra:
@@ -324,11 +369,14 @@ def prepare_output(args: argparse.Namespace) -> Path:
     (output / LOGS).mkdir(exist_ok=True)
     tag = schema.source_from_filename(output.resolve().name)
     if tag != SOURCE_TAGS[args.source]:
-        print(f"note: l3/convert.py will tag these shards {tag!r} (from the folder name {output.resolve().name!r}); "
-              f"name the folder {SOURCE_TAGS[args.source]}_<name> or pass it --source "
-              f"{SOURCE_TAGS[args.source]}='{output}/*'", file=sys.stderr)
+        print(
+            f"note: l3/convert.py will tag these shards {tag!r} (from the folder name {output.resolve().name!r}); "
+            f"name the folder {SOURCE_TAGS[args.source]}_<name> or pass it --source "
+            f"{SOURCE_TAGS[args.source]}='{output}/*'",
+            file=sys.stderr,
+        )
     for path in output.glob(f"{schema.SHARD_PREFIX}*.hdf5"):
-        index = path.stem[len(schema.SHARD_PREFIX):]
+        index = path.stem[len(schema.SHARD_PREFIX) :]
         if index.isdigit() and int(index) >= args.workers:
             raise DistributedError(f"{path}: a shard beyond --workers {args.workers}")
     return output
@@ -357,20 +405,33 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
     started_ray = time.perf_counter()
     resources = {"num_cpus": args.cpus_per_worker, "num_gpus": 1 if args.device.startswith("cuda") else 0}
     if resources["num_gpus"] and not ray.cluster_resources().get("GPU"):
-        raise DistributedError(f"--device {args.device}: the Ray cluster has no GPU (its resources: "
-                               f"{ray.cluster_resources()}); start it on GPU machines or use --device cpu")
+        raise DistributedError(
+            f"--device {args.device}: the Ray cluster has no GPU (its resources: "
+            f"{ray.cluster_resources()}); start it on GPU machines or use --device cpu"
+        )
     output = prepare_output(args)
     targets = shard_targets(args.num_demos, args.workers)
     command = collector_command(args)
-    specs = [ShardSpec(k, str(shard_path(output, k).resolve()), targets[k], args.seed, command, args.restarts,
-                       str((output / LOGS / f"shard_{k}.log").resolve())) for k in range(args.workers)]
+    specs = [
+        ShardSpec(
+            k,
+            str(shard_path(output, k).resolve()),
+            targets[k],
+            args.seed,
+            command,
+            args.restarts,
+            str((output / LOGS / f"shard_{k}.log").resolve()),
+        )
+        for k in range(args.workers)
+    ]
     progress = ray.remote(num_cpus=0)(Progress).remote()
     task = ray.remote(max_retries=3, retry_exceptions=False, **resources)(run_shard)
     submitted = time.perf_counter()
     pending = {task.remote(spec, progress): spec.index for spec in specs}
     results: dict[int, ShardResult] = {}
-    bar = tqdm(total=args.num_demos, unit="demo", desc=f"{args.source} x{args.workers}", dynamic_ncols=True,
-               disable=args.quiet)
+    bar = tqdm(
+        total=args.num_demos, unit="demo", desc=f"{args.source} x{args.workers}", dynamic_ncols=True, disable=args.quiet
+    )
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
@@ -397,8 +458,11 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
 def _failed(index: int, spec: ShardSpec, exc: Exception) -> ShardResult:
     """The result of a shard whose task failed: what its file holds, and why."""
     first = (str(exc).strip().splitlines() or [""])[-1][:300]
-    result = ShardResult(index, error=f"{spec.path}: worker failed: {type(exc).__name__}: {first} (see {spec.log}); "
-                         "rerun the same command to finish it")
+    result = ShardResult(
+        index,
+        error=f"{spec.path}: worker failed: {type(exc).__name__}: {first} (see {spec.log}); "
+        "rerun the same command to finish it",
+    )
     with contextlib.suppress(Exception):
         result.demos = count_demos(Path(spec.path))
     return result
@@ -414,23 +478,45 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
     rows = []
     for r in results:
         fps = f"{r.frames / r.sim_seconds:.0f}" if r.sim_seconds else "-"
-        rows.append((f"{schema.SHARD_PREFIX}{r.index}", r.demos, r.new_demos, r.attempts, fps, r.runs,
-                     f"{r.process_seconds:.1f}", ",".join(map(str, r.seeds)) or "-"))
+        rows.append(
+            (
+                f"{schema.SHARD_PREFIX}{r.index}",
+                r.demos,
+                r.new_demos,
+                r.attempts,
+                fps,
+                r.runs,
+                f"{r.process_seconds:.1f}",
+                ",".join(map(str, r.seeds)) or "-",
+            )
+        )
     widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
-    print("\n" + "\n".join("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True))
-                           for row in [head, *rows]))
+    print(
+        "\n"
+        + "\n".join(
+            "  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)) for row in [head, *rows]
+        )
+    )
     total = sum(r.demos for r in results)
     frames, sim = sum(r.frames for r in results), max((r.sim_seconds for r in results), default=0.0)
     new = sum(r.new_demos for r in results)
-    cli.print_summary([
-        ("demos", f"{total} of {args.num_demos} in {len(results)} shards ({new} new this run)"),
-        ("wall time", f"{seconds:.1f} s since Ray was up"
-         + (f" ({60 * new / seconds:.1f} new demos/min)" if new and seconds else "")),
-        ("env-frames/s", f"{frames / sim:.0f} over all workers" if sim else "- (nothing collected)"),
-        ("output", f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.format.validate), "
-                   f"collector logs in "
-         f"{output / LOGS}"),
-    ])
+    cli.print_summary(
+        [
+            ("demos", f"{total} of {args.num_demos} in {len(results)} shards ({new} new this run)"),
+            (
+                "wall time",
+                f"{seconds:.1f} s since Ray was up"
+                + (f" ({60 * new / seconds:.1f} new demos/min)" if new and seconds else ""),
+            ),
+            ("env-frames/s", f"{frames / sim:.0f} over all workers" if sim else "- (nothing collected)"),
+            (
+                "output",
+                f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.format.validate), "
+                f"collector logs in "
+                f"{output / LOGS}",
+            ),
+        ]
+    )
     errors = [r.error for r in results if r.error]
     for e in errors:
         print(f"error: {e}", file=sys.stderr)

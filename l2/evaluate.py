@@ -84,8 +84,9 @@ def parse_policy(text: str | None) -> PolicySpec:
     if kind == "server":
         host, _, port = target.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise argparse.ArgumentTypeError(f"--policy {text!r}: a server is server:HOST:PORT, "
-                                             "e.g. server:localhost:5555")
+            raise argparse.ArgumentTypeError(
+                f"--policy {text!r}: a server is server:HOST:PORT, e.g. server:localhost:5555"
+            )
     return PolicySpec(kind, target)
 
 
@@ -127,9 +128,9 @@ def obs_terms(obs_buf: dict) -> dict[str, np.ndarray]:
 def _one_item(observation: dict, index: int) -> dict:
     """Batch item ``index`` of a GR00T observation, as a batch of one."""
     return {
-        "video": {k: v[index:index + 1] for k, v in observation["video"].items()},
-        "state": {k: v[index:index + 1] for k, v in observation["state"].items()},
-        "language": {k: v[index:index + 1] for k, v in observation["language"].items()},
+        "video": {k: v[index : index + 1] for k, v in observation["video"].items()},
+        "state": {k: v[index : index + 1] for k, v in observation["state"].items()},
+        "language": {k: v[index : index + 1] for k, v in observation["language"].items()},
     }
 
 
@@ -188,8 +189,10 @@ class VideoSink:
 
         if episode < self.count and cameras:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self.open[env_id] = {c: BackgroundEncoder(self.folder / f"episode_{episode:03d}_{c}.mp4", self.fps,
-                                                      self.opts) for c in cameras}
+            self.open[env_id] = {
+                c: BackgroundEncoder(self.folder / f"episode_{episode:03d}_{c}.mp4", self.fps, self.opts)
+                for c in cameras
+            }
 
     def add(self, obs_buf: dict, running: list[bool]) -> None:
         images = obs_buf.get("cameras") or {}
@@ -214,8 +217,16 @@ class VideoSink:
 class Evaluator:
     """Runs episodes in waves of ``env.num_envs`` and fills ``report`` as they end."""
 
-    def __init__(self, env: ManagerBasedRLEnv, actor, report: EvaluationReport, action_horizon: int | None = None,
-                 demos: list[Demo] | None = None, videos: VideoSink | None = None, on_result=None):
+    def __init__(
+        self,
+        env: ManagerBasedRLEnv,
+        actor,
+        report: EvaluationReport,
+        action_horizon: int | None = None,
+        demos: list[Demo] | None = None,
+        videos: VideoSink | None = None,
+        on_result=None,
+    ):
         from l2.recording.handler import EpisodeGateRecorder
 
         self.env, self.actor, self.report = env, actor, report
@@ -251,8 +262,9 @@ class Evaluator:
         self._count(slice(None), False)  # what the envs ran since their counted episode ended is not written
         env.reset()
         if self.demos is not None:
-            state = _stack_states([self.demos[i].initial_state for i in episodes],
-                                  lambda a: torch.from_numpy(a).to(env.device))
+            state = _stack_states(
+                [self.demos[i].initial_state for i in episodes], lambda a: torch.from_numpy(a).to(env.device)
+            )
             env.reset_to(state, env_ids=torch.arange(len(episodes), device=env.device), is_relative=True)
         self._count(slice(0, len(episodes)), True)
 
@@ -303,8 +315,10 @@ class Evaluator:
             ended = [e for e in range(n) if running[e] and done[e]]
             if ended:
                 success = env.termination_manager.get_term("success").cpu().tolist()
-                fired = {name: env.termination_manager.get_term(name).cpu().tolist()
-                         for name in env.termination_manager.active_terms}
+                fired = {
+                    name: env.termination_manager.get_term(name).cpu().tolist()
+                    for name in env.termination_manager.active_terms
+                }
                 for e in ended:
                     why = next((name for name, values in fired.items() if values[e]), "unknown")
                     self._end(wave, e, episodes[e], step, bool(success[e]), why, running)
@@ -315,11 +329,19 @@ class Evaluator:
         """How many actions of a chunk are applied before the next request."""
         return min(self.action_horizon or chunk.shape[1], chunk.shape[1])
 
-    def _end(self, wave: int, env_id: int, episode: int, steps: int, success: bool, termination: str,
-             running: list[bool]) -> None:
+    def _end(
+        self, wave: int, env_id: int, episode: int, steps: int, success: bool, termination: str, running: list[bool]
+    ) -> None:
         running[env_id] = False
-        result = EpisodeResult(episode=episode, env=env_id, wave=wave, success=success, steps=steps,
-                               first_success_step=steps if success else None, termination=termination)
+        result = EpisodeResult(
+            episode=episode,
+            env=env_id,
+            wave=wave,
+            success=success,
+            steps=steps,
+            first_success_step=steps if success else None,
+            termination=termination,
+        )
         self.report.results.append(result)
         if self.videos is not None:
             self.videos.finish(env_id)
@@ -370,12 +392,16 @@ def _check_initial_states(env: ManagerBasedRLEnv, demos: list[Demo], path: str, 
         for name, state in entities.items():
             got = have.get(kind, {}).get(name)
             if got is None:
-                raise EvaluationError(f"{path}:/{schema.DATA_GROUP}/{demos[0].name}/initial_state: has no "
-                                      f"{kind}/{name}, which {task} resets (a file of another task?)")
+                raise EvaluationError(
+                    f"{path}:/{schema.DATA_GROUP}/{demos[0].name}/initial_state: has no "
+                    f"{kind}/{name}, which {task} resets (a file of another task?)"
+                )
             for key, value in state.items():
                 if key in got and tuple(got[key].shape[1:]) != tuple(value.shape[1:]):
-                    raise EvaluationError(f"{path}:/{schema.DATA_GROUP}/{demos[0].name}/initial_state/{kind}/{name}/"
-                                          f"{key}: shape {got[key].shape[1:]}, {task} has {tuple(value.shape[1:])}")
+                    raise EvaluationError(
+                        f"{path}:/{schema.DATA_GROUP}/{demos[0].name}/initial_state/{kind}/{name}/"
+                        f"{key}: shape {got[key].shape[1:]}, {task} has {tuple(value.shape[1:])}"
+                    )
 
 
 def _with_presets(overrides: list[str], needs_cameras: bool) -> list[str]:
@@ -437,8 +463,15 @@ def evaluate(args: argparse.Namespace) -> int:
 
             recorders = RLRecorderManagerCfg()
         try:
-            output = configure_recording(env_cfg, args.record, task, cli.on_exists(args), keep_failed=args.keep_failed,
-                                         recorders=recorders, source=POLICY_SOURCE)
+            output = configure_recording(
+                env_cfg,
+                args.record,
+                task,
+                cli.on_exists(args),
+                keep_failed=args.keep_failed,
+                recorders=recorders,
+                source=POLICY_SOURCE,
+            )
         except (FileExistsError, ValueError) as exc:
             raise EvaluationError(str(exc)) from None
         env_cfg.recorders.record_evaluation_gate = EpisodeGateRecorderCfg()  # last term: runs after the frames'
@@ -490,6 +523,7 @@ def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
     from l2.policy.protocol import ProtocolError
 
     with tqdm(total=episodes, unit="episode", desc="evaluate", dynamic_ncols=True, mininterval=0.5) as bar:
+
         def on_result(result: EpisodeResult) -> None:
             report = evaluator.report
             bar.set_postfix(success=f"{report.successes}/{len(report.results)}", refresh=False)
@@ -525,8 +559,11 @@ def _finish(args: argparse.Namespace, report: EvaluationReport) -> int:
         return 130
     rate = report.success_rate or 0.0
     if args.min_success is not None and rate < args.min_success:
-        print(f"error: success rate {rate_text(report.successes, len(report.results))} is below --min-success "
-              f"{args.min_success}", file=sys.stderr)
+        print(
+            f"error: success rate {rate_text(report.successes, len(report.results))} is below --min-success "
+            f"{args.min_success}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -549,43 +586,88 @@ def _positive(text: str) -> int:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__, "python -m l2.evaluate")
     group = parser.add_argument_group("policy")
-    group.add_argument("--policy", type=parse_policy, default=parse_policy(None), metavar="SPEC",
-                       help="rsl_rl:PATH (an rsl_rl checkpoint), server:HOST:PORT (a GR00T policy server) or "
-                            "replay:DATASET (a GR00T LeRobot dataset's actions) (default: the shipped PPO policy)")
-    group.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
-                       help="served policies: the L3 mapping config the training dataset was converted with "
-                            "(default: config/lift_cube.yaml)")
-    group.add_argument("--action-horizon", type=_positive, default=None, metavar="H",
-                       help="actions of each answered chunk to apply before asking again (default: the whole chunk)")
-    group.add_argument("--one-env-per-request", action="store_true",
-                       help="one request per env (batch of 1), for servers that answer one episode per call "
-                            "(Isaac-GR00T's replay policy); default: one request for all envs")
-    group.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds to wait for each server answer (default: %(default)s)")
+    group.add_argument(
+        "--policy",
+        type=parse_policy,
+        default=parse_policy(None),
+        metavar="SPEC",
+        help="rsl_rl:PATH (an rsl_rl checkpoint), server:HOST:PORT (a GR00T policy server) or "
+        "replay:DATASET (a GR00T LeRobot dataset's actions) (default: the shipped PPO policy)",
+    )
+    group.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="served policies: the L3 mapping config the training dataset was converted with "
+        "(default: config/lift_cube.yaml)",
+    )
+    group.add_argument(
+        "--action-horizon",
+        type=_positive,
+        default=None,
+        metavar="H",
+        help="actions of each answered chunk to apply before asking again (default: the whole chunk)",
+    )
+    group.add_argument(
+        "--one-env-per-request",
+        action="store_true",
+        help="one request per env (batch of 1), for servers that answer one episode per call "
+        "(Isaac-GR00T's replay policy); default: one request for all envs",
+    )
+    group.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for each server answer (default: %(default)s)"
+    )
     group.add_argument("--api-token", default=None, help="the token a server was started with")
     group = parser.add_argument_group("episodes")
-    group.add_argument("--episodes", type=_positive, default=None, metavar="N",
-                       help=f"episodes to run (default: {DEFAULT_EPISODES}; with --reset-from, one per demo)")
-    group.add_argument("--reset-from", default=None, metavar="L2FILE",
-                       help="start episode i in demo i's initial_state of this L2 file (paired comparisons, replays)")
-    group.add_argument("--min-success", type=_rate, default=None, metavar="RATE",
-                       help="exit 1 when the success rate is below this (e.g. 0.8)")
+    group.add_argument(
+        "--episodes",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help=f"episodes to run (default: {DEFAULT_EPISODES}; with --reset-from, one per demo)",
+    )
+    group.add_argument(
+        "--reset-from",
+        default=None,
+        metavar="L2FILE",
+        help="start episode i in demo i's initial_state of this L2 file (paired comparisons, replays)",
+    )
+    group.add_argument(
+        "--min-success",
+        type=_rate,
+        default=None,
+        metavar="RATE",
+        help="exit 1 when the success rate is below this (e.g. 0.8)",
+    )
     group = parser.add_argument_group("outputs")
     group.add_argument("--report", default=None, metavar="FILE.json", help="write the report (per episode) as JSON")
     group.add_argument("--videos", default=None, metavar="DIR", help="write MP4s of the first episodes, per camera")
-    group.add_argument("--video-episodes", type=_positive, default=2, metavar="M",
-                       help="how many episodes --videos films (default: %(default)s)")
-    group.add_argument("--record", default=None, metavar="FILE",
-                       help="record the rollouts in the L2 schema (source tag 'policy'), e.g. "
-                            "data/demos/policy_lift_cube.hdf5")
-    group.add_argument("--keep-failed", action="store_true",
-                       help="also record failed rollouts, to <FILE stem>_failed.hdf5")
+    group.add_argument(
+        "--video-episodes",
+        type=_positive,
+        default=2,
+        metavar="M",
+        help="how many episodes --videos films (default: %(default)s)",
+    )
+    group.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="record the rollouts in the L2 schema (source tag 'policy'), e.g. data/demos/policy_lift_cube.hdf5",
+    )
+    group.add_argument(
+        "--keep-failed", action="store_true", help="also record failed rollouts, to <FILE stem>_failed.hdf5"
+    )
     exists = group.add_mutually_exclusive_group()
     exists.add_argument("--overwrite", action="store_true", help="replace an existing --record file")
     exists.add_argument("--append", action="store_true", help="add rollouts to an existing --record file")
-    sim.add_sim_args(parser, num_envs=16, task=None,
-                     task_help="gym id of the task (default: the RL task for rsl_rl policies; the --reset-from file's "
-                               f"task, else {sim.DEFAULT_TASK}, for served policies)")
+    sim.add_sim_args(
+        parser,
+        num_envs=16,
+        task=None,
+        task_help="gym id of the task (default: the RL task for rsl_rl policies; the --reset-from file's "
+        f"task, else {sim.DEFAULT_TASK}, for served policies)",
+    )
     return parser.parse_args(argv)
 
 

@@ -98,8 +98,10 @@ class DemoReplay:
         elif not self.reproduced:
             outcome += " (recorded as a success)"
         joints = "n/a" if self.joint_deviation_max is None else f"{self.joint_deviation_max:.4f} rad"
-        return (f"{self.name:>9}  {outcome}; cube final {mm(self.cube_error_final)} (mean {mm(self.cube_error_mean)},"
-                f" max {mm(self.cube_error_max)}); ee max {mm(self.ee_deviation_max)}; joints max {joints}")
+        return (
+            f"{self.name:>9}  {outcome}; cube final {mm(self.cube_error_final)} (mean {mm(self.cube_error_mean)},"
+            f" max {mm(self.cube_error_max)}); ee max {mm(self.ee_deviation_max)}; joints max {joints}"
+        )
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -131,24 +133,30 @@ def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple
         if episodes is not None:
             missing = [i for i in episodes if schema.demo_name(i) not in data]
             if missing:
-                raise ReplayError(f"{path}:/{schema.DATA_GROUP}/{schema.demo_name(missing[0])}: no such demo "
-                                  f"(the file has {len(names)})")
+                raise ReplayError(
+                    f"{path}:/{schema.DATA_GROUP}/{schema.demo_name(missing[0])}: no such demo "
+                    f"(the file has {len(names)})"
+                )
             names = [schema.demo_name(i) for i in episodes]
         demos = []
         for name in names:
             group = data[name]
             if INITIAL_STATE not in group:
-                raise ReplayError(f"{path}:/{schema.DATA_GROUP}/{name}/{INITIAL_STATE}: missing, the demo cannot be "
-                                  "put back in its initial state")
+                raise ReplayError(
+                    f"{path}:/{schema.DATA_GROUP}/{name}/{INITIAL_STATE}: missing, the demo cannot be "
+                    "put back in its initial state"
+                )
             obs = group.get(schema.OBS, {})
-            demos.append(Demo(
-                name=name,
-                actions=group[schema.ACTIONS][()],
-                initial_state=_read_group(group[INITIAL_STATE]),
-                success=bool(group.attrs.get(schema.ATTR_SUCCESS, False)),
-                joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
-                object_position=obs["object_position"][()] if "object_position" in obs else None,
-            ))
+            demos.append(
+                Demo(
+                    name=name,
+                    actions=group[schema.ACTIONS][()],
+                    initial_state=_read_group(group[INITIAL_STATE]),
+                    success=bool(group.attrs.get(schema.ATTR_SUCCESS, False)),
+                    joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
+                    object_position=obs["object_position"][()] if "object_position" in obs else None,
+                )
+            )
     return env_name, task, demos
 
 
@@ -168,16 +176,19 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     spec = gym.registry.get(env_name)
     entry = (spec.kwargs.get("env_cfg_entry_point", "") if spec else "") or ""
     if not isinstance(entry, str) or not entry.startswith("l2."):
-        raise ReplayError(f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
-                          "this package: cannot rebuild its env")
+        raise ReplayError(
+            f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
+            "this package: cannot rebuild its env"
+        )
     cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
     arm = cfg.actions.arm_action
     ik_absolute = isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode
     return env_name if ik_absolute else sim.DEFAULT_TASK
 
 
-def replay_env_cfg(task: str, device: str, num_envs: int, overrides: Sequence[str] = ()
-                   ) -> tuple[ManagerBasedRLEnvCfg, TerminationTermCfg]:
+def replay_env_cfg(
+    task: str, device: str, num_envs: int, overrides: Sequence[str] = ()
+) -> tuple[ManagerBasedRLEnvCfg, TerminationTermCfg]:
     """The task's cfg for replay, and its ``success`` term: cameras off, and no termination, so that no env
     is reset in the middle of a demo; the replay evaluates ``success`` itself after every step, as the
     teleop variant does."""
@@ -247,8 +258,9 @@ class DemoReplayer:
                     step[e], errors[e], first_success[e] = 0, collections.defaultdict(list), None
                     started.append(e)
             if started:
-                state = _stack_states([demos[slot[e]].initial_state for e in started],
-                                      lambda a: torch.from_numpy(a).to(env.device))
+                state = _stack_states(
+                    [demos[slot[e]].initial_state for e in started], lambda a: torch.from_numpy(a).to(env.device)
+                )
                 env.reset_to(state, env_ids=torch.tensor(started, device=env.device), is_relative=True)
 
         env.reset()
@@ -293,16 +305,27 @@ class DemoReplayer:
             return float(fn(errors[key])) if errors.get(key) else None
 
         return DemoReplay(
-            name=demo.name, steps=len(demo.actions), recorded_success=demo.success, success_step=success_step,
-            cube_error_final=stat("cube", lambda v: v[-1]), cube_error_mean=stat("cube", np.mean),
-            cube_error_max=stat("cube", np.max), joint_deviation_max=stat("joints", np.max),
+            name=demo.name,
+            steps=len(demo.actions),
+            recorded_success=demo.success,
+            success_step=success_step,
+            cube_error_final=stat("cube", lambda v: v[-1]),
+            cube_error_mean=stat("cube", np.mean),
+            cube_error_max=stat("cube", np.max),
+            joint_deviation_max=stat("joints", np.max),
             ee_deviation_max=stat("ee", np.max),
         )
 
 
-def replay_demos(demos: Sequence[Demo], task: str, device: str = "cpu", num_envs: int = 1,
-                 overrides: Sequence[str] = (), on_done: Callable[[DemoReplay], None] | None = None,
-                 hold_steps: int = 0) -> tuple[list[DemoReplay], DemoReplayer]:
+def replay_demos(
+    demos: Sequence[Demo],
+    task: str,
+    device: str = "cpu",
+    num_envs: int = 1,
+    overrides: Sequence[str] = (),
+    on_done: Callable[[DemoReplay], None] | None = None,
+    hold_steps: int = 0,
+) -> tuple[list[DemoReplay], DemoReplayer]:
     """Build the replay env of ``task`` (see :func:`replay_task`) with at most ``num_envs`` envs and replay
     ``demos`` in it; the results, in the order of ``demos``, and the replayer (its timing)."""
     from l2.recording import sim
@@ -334,21 +357,38 @@ def _rate(text: str) -> float:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__, "python -m l2.replay")
     parser.add_argument("file", help="L2 HDF5 file (scripted, teleop or RL demos)")
-    parser.add_argument("--episodes", type=_episodes, default=None, metavar="I,J,...",
-                        help="demo indices to replay, e.g. 0,3,7 (default: every demo)")
-    parser.add_argument("--min-rate", type=_rate, default=DEFAULT_MIN_RATE,
-                        help="exit 1 when fewer than this share of the recorded successes reproduce "
-                             "(default: %(default)s)")
-    parser.add_argument("--hold-steps", type=int, default=DEFAULT_HOLD_STEPS,
-                        help="steps a demo's last action is held when its success has not fired by then: a demo "
-                             "ends on the step its success fired, which a replay can reach a step late "
-                             "(default: %(default)s; 0: strict)")
+    parser.add_argument(
+        "--episodes",
+        type=_episodes,
+        default=None,
+        metavar="I,J,...",
+        help="demo indices to replay, e.g. 0,3,7 (default: every demo)",
+    )
+    parser.add_argument(
+        "--min-rate",
+        type=_rate,
+        default=DEFAULT_MIN_RATE,
+        help="exit 1 when fewer than this share of the recorded successes reproduce (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--hold-steps",
+        type=int,
+        default=DEFAULT_HOLD_STEPS,
+        help="steps a demo's last action is held when its success has not fired by then: a demo "
+        "ends on the step its success fired, which a replay can reach a step late "
+        "(default: %(default)s; 0: strict)",
+    )
     group = parser.add_argument_group("simulation")
-    group.add_argument("--num_envs", type=int, default=4, help="demos replayed at once, one per env "
-                       "(default: %(default)s)")
+    group.add_argument(
+        "--num_envs", type=int, default=4, help="demos replayed at once, one per env (default: %(default)s)"
+    )
     group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
-    group.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                       help="Isaac Lab cfg overrides and presets (presets=no_cameras is always added)")
+    group.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Isaac Lab cfg overrides and presets (presets=no_cameras is always added)",
+    )
     args = parser.parse_args(argv)
     if args.num_envs < 1:
         parser.error("--num_envs must be at least 1")
@@ -366,16 +406,19 @@ def run(args: argparse.Namespace) -> int:
         cli.fail(str(exc))
     if not demos:
         cli.fail(f"{args.file}:/{schema.DATA_GROUP}: no demos to replay")
-    print(f"replaying {len(demos)} demo(s) of {env_name} in {task} ({args.device}, "
-          f"{min(args.num_envs, len(demos))} envs)", flush=True)
+    print(
+        f"replaying {len(demos)} demo(s) of {env_name} in {task} ({args.device}, "
+        f"{min(args.num_envs, len(demos))} envs)",
+        flush=True,
+    )
     start = time.perf_counter()
     with tqdm(total=len(demos), unit="demo", desc="replay", dynamic_ncols=True, mininterval=0.5) as bar:
+
         def done(result: DemoReplay) -> None:
             bar.write(result.line())
             bar.update(1)
 
-        results, replayer = replay_demos(demos, task, args.device, args.num_envs, args.overrides, done,
-                                         args.hold_steps)
+        results, replayer = replay_demos(demos, task, args.device, args.num_envs, args.overrides, done, args.hold_steps)
     seconds = time.perf_counter() - start
     recorded = [r for r in results if r.recorded_success]
     reproduced = sum(r.reproduced for r in recorded)
@@ -383,25 +426,44 @@ def run(args: argparse.Namespace) -> int:
     rate = reproduced / len(recorded) if recorded else None
     worst = [r.cube_error_final for r in recorded if r.cube_error_final is not None]
     ee = [r.ee_deviation_max for r in recorded if r.ee_deviation_max is not None]
-    cli.print_summary([
-        ("reproduced", f"{reproduced}/{len(recorded)} recorded successes"
-                       + (f" ({100 * rate:.1f} %, minimum {100 * args.min_rate:.0f} %)" if recorded else "")
-                       + (f"; {late} of them only after the demo's end (--hold-steps {args.hold_steps})"
-                          if late else "")),
-        ("failures replayed", f"{sum(r.reproduced for r in results if not r.recorded_success)}/"
-                              f"{len(results) - len(recorded)} lifted"),
-        ("cube final error", f"median {1000 * np.median(worst):.1f} mm, max {1000 * max(worst):.1f} mm"
-                             if worst else "n/a (no obs/object_position)"),
-        ("ee deviation", f"median of maxima {1000 * np.median(ee):.1f} mm, max {1000 * max(ee):.1f} mm"
-                         if ee else "n/a (no obs/joint_pos)"),
-        ("file", f"{args.file} ({env_name}, replayed in {task})"),
-        ("wall time", f"{seconds:.1f} s: env built in {seconds - replayer.seconds:.1f} s, replay "
-                      f"{replayer.seconds:.1f} s ({replayer.env_steps / max(replayer.seconds, 1e-9):.1f} env-steps/s, "
-                      f"{min(args.num_envs, len(demos))} envs, {args.device})"),
-    ])
+    cli.print_summary(
+        [
+            (
+                "reproduced",
+                f"{reproduced}/{len(recorded)} recorded successes"
+                + (f" ({100 * rate:.1f} %, minimum {100 * args.min_rate:.0f} %)" if recorded else "")
+                + (f"; {late} of them only after the demo's end (--hold-steps {args.hold_steps})" if late else ""),
+            ),
+            (
+                "failures replayed",
+                f"{sum(r.reproduced for r in results if not r.recorded_success)}/{len(results) - len(recorded)} lifted",
+            ),
+            (
+                "cube final error",
+                f"median {1000 * np.median(worst):.1f} mm, max {1000 * max(worst):.1f} mm"
+                if worst
+                else "n/a (no obs/object_position)",
+            ),
+            (
+                "ee deviation",
+                f"median of maxima {1000 * np.median(ee):.1f} mm, max {1000 * max(ee):.1f} mm"
+                if ee
+                else "n/a (no obs/joint_pos)",
+            ),
+            ("file", f"{args.file} ({env_name}, replayed in {task})"),
+            (
+                "wall time",
+                f"{seconds:.1f} s: env built in {seconds - replayer.seconds:.1f} s, replay "
+                f"{replayer.seconds:.1f} s ({replayer.env_steps / max(replayer.seconds, 1e-9):.1f} env-steps/s, "
+                f"{min(args.num_envs, len(demos))} envs, {args.device})",
+            ),
+        ]
+    )
     if rate is not None and rate < args.min_rate:
-        print(f"error: {reproduced}/{len(recorded)} recorded successes reproduced, below --min-rate "
-              f"{args.min_rate}", file=sys.stderr)
+        print(
+            f"error: {reproduced}/{len(recorded)} recorded successes reproduced, below --min-rate {args.min_rate}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -38,8 +38,7 @@ def _replay(args: argparse.Namespace):
 
     try:
         mapping = load_mapping(args.config) if args.config else None
-        return DatasetReplayPolicy(args.dataset, mapping, args.horizon, args.execution_horizon,
-                                   where=str(args.config))
+        return DatasetReplayPolicy(args.dataset, mapping, args.horizon, args.execution_horizon, where=str(args.config))
     except (ConfigError, DatasetError) as exc:
         raise ServeError(str(exc)) from None
 
@@ -70,31 +69,51 @@ POLICIES = {"replay": _replay, "robomimic": _robomimic, "lerobot": _lerobot}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m l2.serve", description=__doc__.split("\n\n")[0],
-                                     epilog="examples:" + __doc__.split("Examples::")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m l2.serve",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     replay = kinds.add_parser("replay", help="a GR00T LeRobot dataset's recorded actions")
     replay.add_argument("dataset", type=Path, help="GR00T LeRobot dataset folder (l3/convert.py output)")
-    replay.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
-                        help="the mapping config the dataset was converted with; its modality.json must match "
-                             "(default: config/lift_cube.yaml)")
+    replay.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the mapping config the dataset was converted with; its modality.json must match "
+        "(default: config/lift_cube.yaml)",
+    )
     replay.add_argument("--horizon", type=int, default=16, help="actions per answer (default: %(default)s)")
-    replay.add_argument("--execution-horizon", type=int, default=None,
-                        help="steps a client applies per answer, when it does not say which step it is at "
-                             "(default: --horizon)")
+    replay.add_argument(
+        "--execution-horizon",
+        type=int,
+        default=None,
+        help="steps a client applies per answer, when it does not say which step it is at (default: --horizon)",
+    )
     robomimic = kinds.add_parser("robomimic", help="a robomimic checkpoint (model_epoch_<n>.pth)")
     robomimic.add_argument("checkpoint", type=Path, help="robomimic checkpoint (.pth)")
-    robomimic.add_argument("--config", type=Path, default=LOWDIM_CONFIG,
-                           help="mapping config whose state keys are the checkpoint's observation keys and whose "
-                                "action keys split its action (default: config/robomimic/lift_cube_lowdim.yaml)")
+    robomimic.add_argument(
+        "--config",
+        type=Path,
+        default=LOWDIM_CONFIG,
+        help="mapping config whose state keys are the checkpoint's observation keys and whose "
+        "action keys split its action (default: config/robomimic/lift_cube_lowdim.yaml)",
+    )
     robomimic.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     lerobot = kinds.add_parser("lerobot", help="a LeRobot checkpoint of lerobot-train (ACT, Diffusion, ...)")
-    lerobot.add_argument("checkpoint", type=Path,
-                         help="its pretrained_model folder (or the step folder, or the run folder: the last one)")
-    lerobot.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
-                         help="the mapping config its training dataset was converted with "
-                              "(default: config/lift_cube.yaml)")
+    lerobot.add_argument(
+        "checkpoint",
+        type=Path,
+        help="its pretrained_model folder (or the step folder, or the run folder: the last one)",
+    )
+    lerobot.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the mapping config its training dataset was converted with (default: config/lift_cube.yaml)",
+    )
     lerobot.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     for sub in (replay, robomimic, lerobot):
         sub.add_argument("--host", default="*", help="interface to bind (default: all)")
@@ -116,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        server = PolicyServer(policy, args.host, args.port, args.api_token,
-                              on_request=None if args.quiet else _counter())
+        server = PolicyServer(
+            policy, args.host, args.port, args.api_token, on_request=None if args.quiet else _counter()
+        )
     except zmq.ZMQError as exc:
         print(f"error: cannot listen on tcp://{args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2

@@ -130,8 +130,16 @@ def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     return write_episode(_W["root"], _W["layout"], ep, job)
 
 
-def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progress: bool,
-         engine: str = "local", address: str | None = None) -> Iterator:
+def _run(
+    fn: Callable,
+    items: list,
+    workers: int,
+    state: dict,
+    desc: str,
+    progress: bool,
+    engine: str = "local",
+    address: str | None = None,
+) -> Iterator:
     """Map ``fn`` over ``items`` in order, in-process, in a pool or as Ray tasks, with a progress bar."""
     bar = tqdm(total=len(items), desc=desc, unit="ep", disable=not progress, leave=False, file=sys.stderr)
     try:
@@ -166,12 +174,27 @@ def _run(fn: Callable, items: list, workers: int, state: dict, desc: str, progre
 # --------------------------------------------------------------------------- conversion
 
 
-def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | Mapping | None = None,
-            success_only: bool = True, sources: Iterable[str] | None = None, max_episodes: int | None = None,
-            source_overrides: Iterable[str] = (), workers: int = 1, overwrite: bool = False,
-            skip_bad: bool = False, progress: bool = False, log: Callable[[str], None] | None = None,
-            input_format: str | None = None, min_score: float | None = None, engine: str = "local",
-            address: str | None = None, filter_key: str | None = None, codebase_version: str = "v2.1") -> Summary:
+def convert(
+    inputs: Iterable[str],
+    output: str | Path,
+    *,
+    config: str | Path | Mapping | None = None,
+    success_only: bool = True,
+    sources: Iterable[str] | None = None,
+    max_episodes: int | None = None,
+    source_overrides: Iterable[str] = (),
+    workers: int = 1,
+    overwrite: bool = False,
+    skip_bad: bool = False,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
+    input_format: str | None = None,
+    min_score: float | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    filter_key: str | None = None,
+    codebase_version: str = "v2.1",
+) -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
     Each input's format is detected from its structure (``input_format`` forces one, see
@@ -190,10 +213,24 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         raise UsageError(f"--codebase-version {codebase_version}: v2.1 or v3.0")
     if codebase_version == "v3.0":
         stage = v30.stage_path(output, overwrite)  # fails fast: no venv, or an existing output
-        summary = convert(inputs, stage, config=config, success_only=success_only, sources=sources,
-                          max_episodes=max_episodes, source_overrides=source_overrides, workers=workers,
-                          skip_bad=skip_bad, progress=progress, log=log, input_format=input_format,
-                          min_score=min_score, engine=engine, address=address, filter_key=filter_key)
+        summary = convert(
+            inputs,
+            stage,
+            config=config,
+            success_only=success_only,
+            sources=sources,
+            max_episodes=max_episodes,
+            source_overrides=source_overrides,
+            workers=workers,
+            skip_bad=skip_bad,
+            progress=progress,
+            log=log,
+            input_format=input_format,
+            min_score=min_score,
+            engine=engine,
+            address=address,
+            filter_key=filter_key,
+        )
         return v30.finish(summary, output, overwrite, log)
     t0 = time.perf_counter()
     log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -277,7 +314,7 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         pending = candidates
         while pending and (max_episodes is None or len(episodes) < max_episodes):
             take = pending if max_episodes is None else pending[: max_episodes - len(episodes)]
-            pending = pending[len(take):]
+            pending = pending[len(take) :]
             for ref, err in _run(_check_one, take, workers, state, "checking", progress, engine, address):
                 if err is None:
                     episodes.append(ref)
@@ -299,8 +336,14 @@ def convert(inputs: Iterable[str], output: str | Path, *, config: str | Path | M
         meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
         state["root"] = tmp
         for r in _run(
-            _convert_one, list(zip(episodes, meta.jobs, strict=True)), workers, state, "converting", progress,
-            engine, address,
+            _convert_one,
+            list(zip(episodes, meta.jobs, strict=True)),
+            workers,
+            state,
+            "converting",
+            progress,
+            engine,
+            address,
         ):
             meta.add(r)
             c = summary.per_source[r.fields["source"]]
@@ -348,45 +391,95 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python l3/convert.py",
         description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset (v3.0: see --codebase-version).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; "
-                   "directories or globs")
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; directories or globs",
+    )
     p.add_argument("-o", "--output", help="output dataset folder (required unless --print-config)")
-    p.add_argument("-c", "--config", help="mapping YAML (default: inferred from the first episode; "
-                   "see config/lift_cube.yaml)")
-    p.add_argument("--print-config", action="store_true",
-                   help="print the mapping (given or inferred) as YAML and exit")
+    p.add_argument(
+        "-c", "--config", help="mapping YAML (default: inferred from the first episode; see config/lift_cube.yaml)"
+    )
+    p.add_argument("--print-config", action="store_true", help="print the mapping (given or inferred) as YAML and exit")
     f = p.add_mutually_exclusive_group()
-    f.add_argument("--success-only", dest="success_only", action="store_true", default=True,
-                   help="keep only successful episodes (default)")
-    f.add_argument("--include-failed", dest="success_only", action="store_false",
-                   help="keep failed episodes too (annotation.human.validity = 'invalid')")
+    f.add_argument(
+        "--success-only",
+        dest="success_only",
+        action="store_true",
+        default=True,
+        help="keep only successful episodes (default)",
+    )
+    f.add_argument(
+        "--include-failed",
+        dest="success_only",
+        action="store_false",
+        help="keep failed episodes too (annotation.human.validity = 'invalid')",
+    )
     p.add_argument("--sources", help="comma-separated sources to keep, e.g. scripted,teleop")
-    p.add_argument("--source", action="append", default=[], metavar="NAME=GLOB",
-                   help="tag files matching GLOB (path or file name) with source NAME; repeatable")
+    p.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="NAME=GLOB",
+        help="tag files matching GLOB (path or file name) with source NAME; repeatable",
+    )
     p.add_argument("--max-episodes", type=int, help="stop after this many episodes")
-    p.add_argument("--format", dest="input_format", choices=l3_inputs.FORMATS,
-                   help="force the input format (default: detected per file from its structure)")
-    p.add_argument("--min-score", type=float, metavar="X",
-                   help="drop platform-export episodes whose score attribute is below X (or missing)")
-    p.add_argument("--filter-key", metavar="NAME", help="convert only the demos of L2 files listed in robomimic's "
-                   "filter key mask/NAME, e.g. train (written by python -m l2.tools.split)")
-    p.add_argument("-j", "--workers", type=int, default=1,
-                   help="worker processes (default 1); pays off with cameras (video encoding), less so for "
-                   "state-only data; the output is byte-identical for any number")
-    p.add_argument("--codebase-version", choices=("v2.1", "v3.0"), default="v2.1",
-                   help="LeRobot dataset format: v2.1 (default; what Isaac-GR00T reads, with meta/modality.json) or "
-                   "v3.0 (lerobot >= 0.4, its GR00T N1.7 integration): the v2.1 dataset converted by LeRobot's own "
-                   "converter in its venv (scripts/setup_lerobot.sh v30); see docs/lerobot_v30.md")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="where the --workers run: local processes (default) or Ray tasks (same bytes; the output "
-                   "folder must be on storage every Ray node sees; docs/ray.md)")
-    p.add_argument("--address", help="with --engine ray: the Ray cluster to join (e.g. auto or HEAD_IP:6379); "
-                   "default: a local Ray instance sized to this machine")
+    p.add_argument(
+        "--format",
+        dest="input_format",
+        choices=l3_inputs.FORMATS,
+        help="force the input format (default: detected per file from its structure)",
+    )
+    p.add_argument(
+        "--min-score",
+        type=float,
+        metavar="X",
+        help="drop platform-export episodes whose score attribute is below X (or missing)",
+    )
+    p.add_argument(
+        "--filter-key",
+        metavar="NAME",
+        help="convert only the demos of L2 files listed in robomimic's "
+        "filter key mask/NAME, e.g. train (written by python -m l2.tools.split)",
+    )
+    p.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (default 1); pays off with cameras (video encoding), less so for "
+        "state-only data; the output is byte-identical for any number",
+    )
+    p.add_argument(
+        "--codebase-version",
+        choices=("v2.1", "v3.0"),
+        default="v2.1",
+        help="LeRobot dataset format: v2.1 (default; what Isaac-GR00T reads, with meta/modality.json) or "
+        "v3.0 (lerobot >= 0.4, its GR00T N1.7 integration): the v2.1 dataset converted by LeRobot's own "
+        "converter in its venv (scripts/setup_lerobot.sh v30); see docs/lerobot_v30.md",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where the --workers run: local processes (default) or Ray tasks (same bytes; the output "
+        "folder must be on storage every Ray node sees; docs/ray.md)",
+    )
+    p.add_argument(
+        "--address",
+        help="with --engine ray: the Ray cluster to join (e.g. auto or HEAD_IP:6379); "
+        "default: a local Ray instance sized to this machine",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--skip-bad", action="store_true",
-                   help="skip malformed files/episodes (listed in the summary) instead of stopping")
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip malformed files/episodes (listed in the summary) instead of stopping",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     return p
 
@@ -421,12 +514,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.address and args.engine != "ray":
             raise UsageError("--address goes with --engine ray")
         summary = convert(
-            args.inputs, args.output, config=args.config, success_only=args.success_only,
+            args.inputs,
+            args.output,
+            config=args.config,
+            success_only=args.success_only,
             sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
-            max_episodes=args.max_episodes, source_overrides=args.source, workers=args.workers,
-            overwrite=args.overwrite, skip_bad=args.skip_bad, progress=not args.quiet and sys.stderr.isatty(),
-            input_format=args.input_format, min_score=args.min_score, engine=args.engine, address=args.address,
-            filter_key=args.filter_key, codebase_version=args.codebase_version)
+            max_episodes=args.max_episodes,
+            source_overrides=args.source,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            skip_bad=args.skip_bad,
+            progress=not args.quiet and sys.stderr.isatty(),
+            input_format=args.input_format,
+            min_score=args.min_score,
+            engine=args.engine,
+            address=args.address,
+            filter_key=args.filter_key,
+            codebase_version=args.codebase_version,
+        )
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -439,8 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     checked = "checked against its v2.1 source" if args.codebase_version == "v3.0" else "l3.validate: ok"
-    print(f"wrote {summary.output} (LeRobot {args.codebase_version}, {summary.episodes} episodes, "
-          f"{summary.frames} frames); {checked}")
+    print(
+        f"wrote {summary.output} (LeRobot {args.codebase_version}, {summary.episodes} episodes, "
+        f"{summary.frames} frames); {checked}"
+    )
     return 0
 
 

@@ -27,4 +27,3 @@ class UsageError(Exception):
 
 class OutputInvalid(Exception):
     """The written dataset did not pass l3.validate (exit 1)."""
-

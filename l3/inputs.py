@@ -66,9 +66,13 @@ class Input:
                 if reader.detect(f):
                     return reader
             top = sorted(f.keys())[:8]
-        raise InputError(self.file, "/", f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 "
-                         "demos), /data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
-                         "--format forces one")
+        raise InputError(
+            self.file,
+            "/",
+            f"unknown layout (top-level entries {top}): expected /data/demo_<i> (L2 "
+            "demos), /data/episode_<NNN> (platform export) or /observations + /action (ALOHA); "
+            "--format forces one",
+        )
 
     @property
     def format(self) -> str:
@@ -80,8 +84,11 @@ class Input:
         if filter_key is None:
             return self.reader.scan(self.file, source, self._h5)
         if self.reader is not l2_hdf5.READER:
-            raise InputError(self.file, "/", f"--filter-key selects demos of L2 files (mask/{filter_key}); this "
-                             f"input is in {self.format} format")
+            raise InputError(
+                self.file,
+                "/",
+                f"--filter-key selects demos of L2 files (mask/{filter_key}); this input is in {self.format} format",
+            )
         return l2_hdf5.READER.scan(self.file, source, self._h5, filter_key)
 
     def close(self) -> None:
@@ -115,8 +122,9 @@ class Plan:
     def read_mapping(self, fmt: str) -> Mapping:
         """The format's mapping without its ``zeros`` padding keys (what the reader reads)."""
         m = self.mappings[fmt]
-        return replace(m, state=tuple(s for s in m.state if s.zeros is None),
-                       action=tuple(s for s in m.action if s.zeros is None))
+        return replace(
+            m, state=tuple(s for s in m.state if s.zeros is None), action=tuple(s for s in m.action if s.zeros is None)
+        )
 
 
 def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> Plan:
@@ -139,7 +147,8 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
                         f"mixed inputs: the config maps '{p}', which {fmt} input {ref.file} does not have "
                         f"(the mapping was written for {others}); give the config an 'inputs: {{{fmt}: ...}}' "
                         "section mapping this format onto the same state/action keys and widths (see "
-                        "config/mixed_sim_platform.yaml, docs/l3_real.md)")
+                        "config/mixed_sim_platform.yaml, docs/l3_real.md)"
+                    )
                 raise InputError(ref.file, f"{ref.group}/{p}", "missing mapped term")
         d = {p: tuple(terms[p][0][1:]) for p in m.sources()}
         try:
@@ -154,34 +163,46 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
         notices += READERS[fmt].notices([r for r in candidates if r.format == fmt], m)
     layout = replace(layout, fps=fps)
     if "platform" in mappings and layout.fps != platform_hdf5.FPS:
-        raise ConfigError(f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
-                          f"grid ({origins['platform']}); set fps: {platform_hdf5.FPS} in the config")
+        raise ConfigError(
+            f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
+            f"grid ({origins['platform']}); set fps: {platform_hdf5.FPS} in the config"
+        )
     cams: dict[str, tuple[int, int]] = {}
     for fmt, m in mappings.items():
         for c in m.cameras:
             row, ref = dims[fmt][c.source], firsts[fmt]
             if len(row) != 3 or row[2] != 3:
-                raise InputError(ref.file, f"{ref.group}/{c.source}", f"camera term must hold (H, W, 3) frames or "
-                                 f"JPEG rows, its rows are {row}")
+                raise InputError(
+                    ref.file,
+                    f"{ref.group}/{c.source}",
+                    f"camera term must hold (H, W, 3) frames or JPEG rows, its rows are {row}",
+                )
             hw = tuple(row[:2])
             if hw[0] % 2 or hw[1] % 2:
-                raise InputError(ref.file, f"{ref.group}/{c.source}", f"camera frames are {hw[1]}x{hw[0]}: the "
-                                 "H.264 videos (yuv420p) need an even width and height")
+                raise InputError(
+                    ref.file,
+                    f"{ref.group}/{c.source}",
+                    f"camera frames are {hw[1]}x{hw[0]}: the H.264 videos (yuv420p) need an even width and height",
+                )
             if c.key in cams and cams[c.key] != hw:
                 other = next(f for f in mappings if f != fmt)
-                raise ConfigError(f"camera {c.key}: frames are {hw[1]}x{hw[0]} in {fmt} input {origins[fmt]} but "
-                                  f"{cams[c.key][1]}x{cams[c.key][0]} in {other} input {origins[other]}; "
-                                  "one video size per camera key (frames are not resized)")
+                raise ConfigError(
+                    f"camera {c.key}: frames are {hw[1]}x{hw[0]} in {fmt} input {origins[fmt]} but "
+                    f"{cams[c.key][1]}x{cams[c.key][0]} in {other} input {origins[other]}; "
+                    "one video size per camera key (frames are not resized)"
+                )
             cams.setdefault(c.key, hw)
     return Plan(layout, mappings, dims, cams, tuple(notices))
 
 
-def read_episode(ref: EpisodeRef, p: Plan, task: str | None = None, check: bool = True,
-                 check_frames: bool = False) -> Episode:
+def read_episode(
+    ref: EpisodeRef, p: Plan, task: str | None = None, check: bool = True, check_frames: bool = False
+) -> Episode:
     """Read one episode with its format's reader and mapping; ``zeros`` keys are filled with 0.0."""
     m = p.mappings[ref.format]
-    ep = READERS[ref.format].read(ref, p.read_mapping(ref.format), p.dims[ref.format], task=task, check=check,
-                                  check_frames=check_frames)
+    ep = READERS[ref.format].read(
+        ref, p.read_mapping(ref.format), p.dims[ref.format], task=task, check=check, check_frames=check_frames
+    )
     if any(s.zeros is not None for s in (*m.state, *m.action)):
         pad = lambda s, got: got[s.key] if s.zeros is None else np.zeros((ep.length, s.zeros), np.float32)  # noqa: E731
         ep.state = {s.key: pad(s, ep.state) for s in m.state}

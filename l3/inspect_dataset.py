@@ -77,8 +77,15 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str = CUBE_XY, ee_xy: str = EE_XY,
-          validate: bool = True, progress: bool = True) -> ReportBuilder:
+def build(
+    root: str | Path,
+    traced: int = TRACED,
+    frames: int = 8,
+    cube_xy: str = CUBE_XY,
+    ee_xy: str = EE_XY,
+    validate: bool = True,
+    progress: bool = True,
+) -> ReportBuilder:
     """The report of the dataset folder ``root`` (raises :class:`InspectError` on bad input)."""
     root = Path(root)
     if not root.is_dir():
@@ -91,25 +98,39 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         raise InspectError(f"{root / layout.INFO_PATH}: no features")
     state_names, action_names = _names(info, layout.STATE, root), _names(info, layout.ACTION, root)
     cameras = [k for k, f in info["features"].items() if f.get("dtype") == "video"]
-    chunks, data_tpl, video_tpl = info.get("chunks_size", layout.CHUNKS_SIZE), info.get(
-        "data_path", layout.DATA_PATH), info.get("video_path") or layout.VIDEO_PATH
+    chunks, data_tpl, video_tpl = (
+        info.get("chunks_size", layout.CHUNKS_SIZE),
+        info.get("data_path", layout.DATA_PATH),
+        info.get("video_path") or layout.VIDEO_PATH,
+    )
     sources = [str(e.get("source", "unknown")) for e in episodes]
     chosen = report.choose_episodes(sources, traced) if episodes else []
     b = ReportBuilder(f"L3 inspection: {root.resolve().name}", chosen, report.spread(len(episodes), report.MAX_PATHS))
     b.source_title = "Per-source breakdown (the source tag of each episode in episodes.jsonl)"
-    b.facts += [("dataset", str(root))] + [(k, _fmt(info.get(k))) for k in (
-        "codebase_version", "robot_type", "fps", "total_episodes", "total_frames", "total_tasks")]
-    b.facts.append(("cameras", ", ".join(
-        f"{k[len(layout.VIDEO_PREFIX):]} {info['features'][k]['shape'][1]}x{info['features'][k]['shape'][0]}"
-        for k in cameras) or "none"))
+    b.facts += [("dataset", str(root))] + [
+        (k, _fmt(info.get(k)))
+        for k in ("codebase_version", "robot_type", "fps", "total_episodes", "total_frames", "total_tasks")
+    ]
+    b.facts.append(
+        (
+            "cameras",
+            ", ".join(
+                f"{k[len(layout.VIDEO_PREFIX) :]} {info['features'][k]['shape'][1]}x{info['features'][k]['shape'][0]}"
+                for k in cameras
+            )
+            or "none",
+        )
+    )
     cube, ee = _pick(state_names, cube_xy), _pick(action_names, ee_xy)
     if cube is None:
         b.notes.append(f"No cube start positions: the state has no dimensions named {cube_xy} (--cube-xy).")
     if ee is None:
         b.notes.append(f"No end-effector paths: the action has no dimensions named {ee_xy} (--ee-xy).")
     else:
-        b.top_down_caption = (f"End-effector path: action {ee_xy} (the commanded target); cube: state {cube_xy} at the "
-                              "first and last frames.")
+        b.top_down_caption = (
+            f"End-effector path: action {ee_xy} (the commanded target); cube: state {cube_xy} at the "
+            "first and last frames."
+        )
 
     for k, e in enumerate(tqdm(episodes, desc="inspect", unit="ep", disable=not progress)):
         rel = layout.data_path(k, chunks, data_tpl)
@@ -120,9 +141,14 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         except Exception as exc:  # noqa: BLE001 - any reader error names the file
             raise InspectError(f"{root / rel}: cannot read {layout.STATE} / {layout.ACTION} ({exc})") from None
         success = e.get("success")
-        ep = EpisodeData(f"episode {k} ({sources[k]})", sources[k], success if isinstance(success, bool) else None,
-                         len(state), action=report.columns(action_names, action),
-                         state=report.columns(state_names, state) if k in b.traced else {})
+        ep = EpisodeData(
+            f"episode {k} ({sources[k]})",
+            sources[k],
+            success if isinstance(success, bool) else None,
+            len(state),
+            action=report.columns(action_names, action),
+            state=report.columns(state_names, state) if k in b.traced else {},
+        )
         if cube is not None and len(state):
             ep.cube_xy, ep.cube_end_xy = state[0, cube], state[-1, cube]
         if ee is not None:
@@ -136,14 +162,22 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
             rel = layout.video_path(k, key, chunks, video_tpl)
             rows.append(_strip_row(root / rel, episodes[k].get("length", 0), frames))
         if rows:
-            names = ", ".join(c[len(layout.VIDEO_PREFIX):] for c in cameras)
-            b.add_strip(f"{source}: episode {k} ({episodes[k].get('length')} frames): {names}, top to bottom; "
-                        f"{frames} frames from first to last", tile(rows))
+            names = ", ".join(c[len(layout.VIDEO_PREFIX) :] for c in cameras)
+            b.add_strip(
+                f"{source}: episode {k} ({episodes[k].get('length')} frames): {names}, top to bottom; "
+                f"{frames} frames from first to last",
+                tile(rows),
+            )
 
     tasks = _jsonl(root, layout.TASKS_PATH)
-    b.add_table("tasks.jsonl", ["task_index", "task", "episodes listing it"],
-                [[t.get("task_index"), t.get("task"), sum(t.get("task") in e.get("tasks", []) for e in episodes)]
-                 for t in tasks])
+    b.add_table(
+        "tasks.jsonl",
+        ["task_index", "task", "episodes listing it"],
+        [
+            [t.get("task_index"), t.get("task"), sum(t.get("task") in e.get("tasks", []) for e in episodes)]
+            for t in tasks
+        ],
+    )
     if modality is not None:
         rows = []
         for block in ("state", "action"):
@@ -155,8 +189,11 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         for block in ("video", "annotation"):
             for key, m in (modality.get(block) or {}).items():
                 rows.append([block, key, "", "", (m or {}).get("original_key", ""), "", ""])
-        b.add_table("modality.json", ["block", "key", "start", "end", "dimensions / original key", "absolute",
-                                      "rotation_type"], rows)
+        b.add_table(
+            "modality.json",
+            ["block", "key", "start", "end", "dimensions / original key", "absolute", "rotation_type"],
+            rows,
+        )
     else:
         b.notes.append(f"{layout.MODALITY_PATH} is missing.")
     if stats is not None:
@@ -167,8 +204,9 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
             width = max((len(v) for v in cols.values()), default=0)
             for i in range(width):
                 name = names[i] if names and i < len(names) else (str(i) if width > 1 else "")
-                rows.append([key, name, *(_fmt(float(cols[k][i])) if i < len(cols[k]) else "" for k in
-                                          layout.STATS_KEYS)])
+                rows.append(
+                    [key, name, *(_fmt(float(cols[k][i])) if i < len(cols[k]) else "" for k in layout.STATS_KEYS)]
+                )
         b.add_table("stats.json", ["feature", "dimension", *layout.STATS_KEYS], rows)
     else:
         b.notes.append(f"{layout.STATS_PATH} is missing.")
@@ -178,9 +216,12 @@ def build(root: str | Path, traced: int = TRACED, frames: int = 8, cube_xy: str 
         violations = run_validate(root, deep=False)
         b.facts.append(("l3.validate --fast", "ok" if not violations else f"{len(violations)} violation(s)"))
         if violations:
-            b.add_table("l3.validate --fast findings", ["path", "problem"],
-                        [[v.path, v.message] for v in violations[:MAX_VIOLATIONS]],
-                        note=f"{len(violations)} in all; the first {min(len(violations), MAX_VIOLATIONS)}:")
+            b.add_table(
+                "l3.validate --fast findings",
+                ["path", "problem"],
+                [[v.path, v.message] for v in violations[:MAX_VIOLATIONS]],
+                note=f"{len(violations)} in all; the first {min(len(violations), MAX_VIOLATIONS)}:",
+            )
     return b
 
 
@@ -210,28 +251,45 @@ def _strip_row(path: Path, length: int, frames: int) -> list[np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l3.inspect_dataset", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="example: python -m l3.inspect_dataset outputs/lift_cube_gr00t "
-                                "--output report.html")
+    p = argparse.ArgumentParser(
+        prog="python -m l3.inspect_dataset",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: python -m l3.inspect_dataset outputs/lift_cube_gr00t --output report.html",
+    )
     p.add_argument("dataset", help="GR00T LeRobot dataset folder (holds meta/, data/, videos/)")
     p.add_argument("--output", "-o", required=True, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    p.add_argument("--episodes", type=int, default=TRACED,
-                   help="episodes whose trajectories are drawn (default: %(default)s)")
+    p.add_argument(
+        "--episodes", type=int, default=TRACED, help="episodes whose trajectories are drawn (default: %(default)s)"
+    )
     p.add_argument("--frames", type=int, default=8, help="frames per camera in the strips (default: %(default)s)")
-    p.add_argument("--cube-xy", default=CUBE_XY,
-                   help="the two state dimensions holding the cube's x, y (default: %(default)s)")
-    p.add_argument("--ee-xy", default=EE_XY,
-                   help="the two action dimensions holding the end-effector's x, y (default: %(default)s)")
+    p.add_argument(
+        "--cube-xy", default=CUBE_XY, help="the two state dimensions holding the cube's x, y (default: %(default)s)"
+    )
+    p.add_argument(
+        "--ee-xy",
+        default=EE_XY,
+        help="the two action dimensions holding the end-effector's x, y (default: %(default)s)",
+    )
     p.add_argument("--no-validate", action="store_true", help="do not run l3.validate --fast on the dataset")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.episodes < 1 or args.frames < 1:
         p.error("--episodes and --frames must be >= 1")
-    return report.run(args.output, args.overwrite,
-                      lambda: build(args.dataset, args.episodes, args.frames, args.cube_xy, args.ee_xy,
-                                    validate=not args.no_validate, progress=not args.quiet))
+    return report.run(
+        args.output,
+        args.overwrite,
+        lambda: build(
+            args.dataset,
+            args.episodes,
+            args.frames,
+            args.cube_xy,
+            args.ee_xy,
+            validate=not args.no_validate,
+            progress=not args.quiet,
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,21 @@ STATS_PATH = f"{META}/stats.json"
 DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
 VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
 
-INFO_KEYS = ("codebase_version", "robot_type", "fps", "chunks_size", "total_episodes", "total_frames",
-             "total_tasks", "total_videos", "total_chunks", "splits", "data_path", "video_path", "features")
+INFO_KEYS = (
+    "codebase_version",
+    "robot_type",
+    "fps",
+    "chunks_size",
+    "total_episodes",
+    "total_frames",
+    "total_tasks",
+    "total_videos",
+    "total_chunks",
+    "splits",
+    "data_path",
+    "video_path",
+    "features",
+)
 STATS_KEYS = ("mean", "std", "min", "max", "q01", "q99")
 """stats.json: per float feature."""
 EPISODE_STATS_KEYS = ("min", "max", "mean", "std", "count")
@@ -38,10 +51,20 @@ EPISODE_STATS_KEYS = ("min", "max", "mean", "std", "count")
 
 STATE, ACTION = "observation.state", "action"
 TIMESTAMP, FRAME_INDEX, EPISODE_INDEX, INDEX, TASK_INDEX = (
-    "timestamp", "frame_index", "episode_index", "index", "task_index")
+    "timestamp",
+    "frame_index",
+    "episode_index",
+    "index",
+    "task_index",
+)
 REWARD, DONE = "next.reward", "next.done"
-INDEX_FEATURES = {TIMESTAMP: "float32", FRAME_INDEX: "int64", EPISODE_INDEX: "int64", INDEX: "int64",
-                  TASK_INDEX: "int64"}
+INDEX_FEATURES = {
+    TIMESTAMP: "float32",
+    FRAME_INDEX: "int64",
+    EPISODE_INDEX: "int64",
+    INDEX: "int64",
+    TASK_INDEX: "int64",
+}
 """The per-frame columns every LeRobot dataset has (LeRobot's ``DEFAULT_FEATURES``), in column order."""
 NEXT_FEATURES = {REWARD: "float32", DONE: "bool"}
 """The last columns: 1.0 reward on the last row of a successful episode, done on the last row."""
@@ -60,9 +83,16 @@ def video_key(camera: str) -> str:
 
 def video_info(height: int, width: int, fps: int) -> dict[str, Any]:
     """info.json ``features.<video key>.info``."""
-    return {"video.height": height, "video.width": width, "video.codec": VIDEO_CODEC,
-            "video.pix_fmt": VIDEO_PIX_FMT, "video.is_depth_map": False, "video.fps": fps, "video.channels": 3,
-            "has_audio": False}
+    return {
+        "video.height": height,
+        "video.width": width,
+        "video.codec": VIDEO_CODEC,
+        "video.pix_fmt": VIDEO_PIX_FMT,
+        "video.is_depth_map": False,
+        "video.fps": fps,
+        "video.channels": 3,
+        "has_audio": False,
+    }
 
 
 def data_path(index: int, chunks_size: int = CHUNKS_SIZE, template: str = DATA_PATH) -> str:
@@ -113,8 +143,12 @@ class Layout:
         }
         for cam in self.mapping.cameras:
             h, w = self.camera_shapes[cam.key]
-            f[video_key(cam.key)] = {"dtype": "video", "shape": [h, w, 3], "names": list(VIDEO_NAMES),
-                                     "info": video_info(h, w, self.fps)}
+            f[video_key(cam.key)] = {
+                "dtype": "video",
+                "shape": [h, w, 3],
+                "names": list(VIDEO_NAMES),
+                "info": video_info(h, w, self.fps),
+            }
         scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
         f.update((col, scalar(dtype)) for col, dtype in INDEX_FEATURES.items())
         f.update((col, scalar("int64")) for col, _ in self.annotation_columns())
@@ -134,6 +168,7 @@ class Layout:
     def modality(self) -> dict[str, Any]:
         """meta/modality.json: slices into the concatenated arrays, ``absolute`` on every key (readers need not
         know GR00T's default) and ``rotation_type`` on keys that are exactly one rotation."""
+
         def block(slices) -> dict:
             out, pos = {}, 0
             for s in slices:
@@ -156,11 +191,18 @@ class Layout:
         """meta/info.json for a dataset of this layout."""
         n, cameras = episodes, self.mapping.cameras
         return {
-            "codebase_version": CODEBASE_VERSION, "robot_type": self.mapping.robot_type,
-            "total_episodes": n, "total_frames": frames, "total_tasks": tasks,
-            "total_videos": n * len(cameras), "total_chunks": math.ceil(n / CHUNKS_SIZE),
-            "chunks_size": CHUNKS_SIZE, "fps": self.fps, "splits": {"train": f"0:{n}"},
-            "data_path": DATA_PATH, "video_path": VIDEO_PATH if cameras else None,
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.mapping.robot_type,
+            "total_episodes": n,
+            "total_frames": frames,
+            "total_tasks": tasks,
+            "total_videos": n * len(cameras),
+            "total_chunks": math.ceil(n / CHUNKS_SIZE),
+            "chunks_size": CHUNKS_SIZE,
+            "fps": self.fps,
+            "splits": {"train": f"0:{n}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if cameras else None,
             "features": self.features(),
         }
 

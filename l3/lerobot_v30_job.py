@@ -50,8 +50,10 @@ def main(root: Path, fields_path: Path) -> dict:
     try:
         from lerobot.scripts.convert_dataset_v21_to_v30 import convert_dataset
     except ImportError as e:
-        raise SystemExit(f"lerobot {lerobot.__version__} at {sys.executable} has no v2.1 -> v3.0 converter at "
-                         f"lerobot.scripts.convert_dataset_v21_to_v30 (lerobot 0.6.x has it): {e}") from e
+        raise SystemExit(
+            f"lerobot {lerobot.__version__} at {sys.executable} has no v2.1 -> v3.0 converter at "
+            f"lerobot.scripts.convert_dataset_v21_to_v30 (lerobot 0.6.x has it): {e}"
+        ) from e
     from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 
     logging.basicConfig(level=logging.WARNING)
@@ -61,9 +63,14 @@ def main(root: Path, fields_path: Path) -> dict:
     convert_dataset(repo_id=repo_id, root=root, push_to_hub=False, force_conversion=True)
     add_fields(root, fields)
     meta = LeRobotDatasetMetadata(repo_id, root=root)
-    return {"lerobot": lerobot.__version__, "codebase_version": meta.info.codebase_version,
-            "episodes": meta.total_episodes, "frames": meta.total_frames, "tasks": len(meta.tasks),
-            "episode_columns": list(meta.episodes.column_names)}
+    return {
+        "lerobot": lerobot.__version__,
+        "codebase_version": meta.info.codebase_version,
+        "episodes": meta.total_episodes,
+        "frames": meta.total_frames,
+        "tasks": len(meta.tasks),
+        "episode_columns": list(meta.episodes.column_names),
+    }
 
 
 if __name__ == "__main__":

@@ -28,8 +28,12 @@ def safe_name(name: str) -> bool:
     """Whether ``name`` is safe as a path component of the output (:data:`SAFE_NAME`, no '..')."""
     return bool(SAFE_NAME.match(name)) and ".." not in name
 
+
 ROTATION_WIDTHS = {
-    "axis_angle": 3, "quaternion": 4, "rotation_6d": 6, "matrix": 9,
+    "axis_angle": 3,
+    "quaternion": 4,
+    "rotation_6d": 6,
+    "matrix": 9,
     **{f"euler_angles_{c}": 3 for c in ("rpy", "ryp", "pry", "pyr", "yrp", "ypr")},
 }
 """GR00T's ``rotation_type`` values and the width of a key holding one: its rotation transforms convert
@@ -71,11 +75,11 @@ class Slice:
     def take(self, source: np.ndarray, stored_order: str = "xyzw") -> np.ndarray:
         """This key's columns of ``source`` (T, D), its quaternion reordered from ``stored_order`` (what the
         input stores) to :attr:`quaternion_order` (what the dataset holds). Inverse: :meth:`put`."""
-        a = source[:, self.start:self.end]
+        a = source[:, self.start : self.end]
         if self.quaternion and stored_order != self.quaternion_order:
             a = a.copy()
             q0 = self.quaternion[0]
-            a[:, q0:q0 + 4] = a[:, [q0 + stored_order.index(c) for c in self.quaternion_order]]
+            a[:, q0 : q0 + 4] = a[:, [q0 + stored_order.index(c) for c in self.quaternion_order]]
         return np.ascontiguousarray(a)
 
     def put(self, values: np.ndarray, target: np.ndarray, stored_order: str = "xyzw") -> None:
@@ -85,8 +89,8 @@ class Slice:
         if self.quaternion and stored_order != self.quaternion_order:
             values = values.copy()
             q0 = self.quaternion[0]
-            values[..., q0:q0 + 4] = values[..., [q0 + self.quaternion_order.index(c) for c in stored_order]]
-        target[..., self.start:self.end] = values
+            values[..., q0 : q0 + 4] = values[..., [q0 + self.quaternion_order.index(c) for c in stored_order]]
+        target[..., self.start : self.end] = values
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,9 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
         z, names = d["zeros"], d.get("names")
         if set(d) - {"zeros", "names"} or not isinstance(z, int) or isinstance(z, bool) or z <= 0:
             raise ConfigError(f"{where}.{key}: padding is {{zeros: N, names: [...]}} with N >= 1")
-        if names is not None and not (isinstance(names, list) and len(names) == z
-                                      and all(isinstance(n, str) for n in names)):
+        if names is not None and not (
+            isinstance(names, list) and len(names) == z and all(isinstance(n, str) for n in names)
+        ):
             raise ConfigError(f"{where}.{key}.names: expected {z} strings")
         return Slice(key=str(key), source="", zeros=z, names=tuple(names) if names else None)
     if not isinstance(d, dict) or "from" not in d:
@@ -163,8 +168,9 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     start = end = None
     if "slice" in d:
         sl = d["slice"]
-        if not (isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) and v >= 0 for v in sl)
-                and sl[0] < sl[1]):
+        if not (
+            isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) and v >= 0 for v in sl) and sl[0] < sl[1]
+        ):
             raise ConfigError(f"{where}.{key}.slice: expected [start, end] with 0 <= start < end")
         start, end = sl
     rot = d.get("rotation_type")
@@ -174,16 +180,23 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     if quat is None and rot == "quaternion":
         quat = [0, 4]
     if quat is not None:
-        if not (isinstance(quat, list) and len(quat) == 2 and all(isinstance(v, int) for v in quat)
-                and quat[1] - quat[0] == 4 and quat[0] >= 0):
+        if not (
+            isinstance(quat, list)
+            and len(quat) == 2
+            and all(isinstance(v, int) for v in quat)
+            and quat[1] - quat[0] == 4
+            and quat[0] >= 0
+        ):
             raise ConfigError(f"{where}.{key}.quaternion: expected [a, a+4]")
         quat = (quat[0], quat[1])
     order = d.get("quaternion_order", "xyzw")
     if order not in QUATERNION_ORDERS:
         raise ConfigError(f"{where}.{key}.quaternion_order: expected one of {', '.join(QUATERNION_ORDERS)}")
     if rot == "quaternion" and (quat != (0, 4) or order != GR00T_QUATERNION_ORDER):
-        raise ConfigError(f"{where}.{key}: rotation_type quaternion means a 4-column key in GR00T's order "
-                          f"(w, x, y, z); write quaternion_order: {GR00T_QUATERNION_ORDER} (the converter reorders)")
+        raise ConfigError(
+            f"{where}.{key}: rotation_type quaternion means a 4-column key in GR00T's order "
+            f"(w, x, y, z); write quaternion_order: {GR00T_QUATERNION_ORDER} (the converter reorders)"
+        )
     names = d.get("names")
     if names is not None:
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -192,16 +205,35 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     absolute = d.get("absolute", True)
     if not isinstance(absolute, bool):
         raise ConfigError(f"{where}.{key}.absolute: expected true or false")
-    return Slice(key=str(key), source=str(d["from"]).strip("/"), start=start, end=end, names=names,
-                 rotation_type=rot, absolute=absolute, quaternion=quat, quaternion_order=order)
+    return Slice(
+        key=str(key),
+        source=str(d["from"]).strip("/"),
+        start=start,
+        end=end,
+        names=names,
+        rotation_type=rot,
+        absolute=absolute,
+        quaternion=quat,
+        quaternion_order=order,
+    )
 
 
 def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
     """Build a Mapping from the parsed YAML document (raises ConfigError naming ``where``)."""
     if not isinstance(d, dict):
         raise ConfigError(f"{where}: expected a YAML mapping at the top level")
-    unknown = set(d) - {"robot_type", "fps", "task", "state", "action", "cameras", "annotations",
-                        "video", "action_dim", "inputs"}
+    unknown = set(d) - {
+        "robot_type",
+        "fps",
+        "task",
+        "state",
+        "action",
+        "cameras",
+        "annotations",
+        "video",
+        "action_dim",
+        "inputs",
+    }
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
     for req in ("state", "action"):
@@ -215,8 +247,10 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
         raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
     for k in cams:
         if not safe_name(str(k)):
-            raise ConfigError(f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
-                              "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')")
+            raise ConfigError(
+                f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
+                "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')"
+            )
     ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
     if ann is None:
         ann = {}
@@ -237,17 +271,27 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
         raise ConfigError(f"{where}.inputs: expected {{format: {{state: ..., action: ..., cameras: ...}}}}")
     for fmt, sub in inputs.items():
         if set(sub) - {"state", "action", "cameras", "action_dim"}:
-            raise ConfigError(f"{where}.inputs.{fmt}: only state, action, cameras and action_dim differ per "
-                              f"input format, got {sorted(set(sub) - {'state', 'action', 'cameras', 'action_dim'})}")
+            raise ConfigError(
+                f"{where}.inputs.{fmt}: only state, action, cameras and action_dim differ per "
+                f"input format, got {sorted(set(sub) - {'state', 'action', 'cameras', 'action_dim'})}"
+            )
     return Mapping(
-        robot_type=str(d.get("robot_type", "unknown")), fps=fps, task=str(d.get("task", "")),
-        state=state, action=action,
+        robot_type=str(d.get("robot_type", "unknown")),
+        fps=fps,
+        task=str(d.get("task", "")),
+        state=state,
+        action=action,
         cameras=tuple(Camera(str(k), str(v).strip("/")) for k, v in cams.items()),
         annotations=tuple((str(k), str(v)) for k, v in ann.items()),
-        video=video, action_dim=action_dim,
-        inputs=tuple((str(fmt), mapping_from_dict({**{k: v for k, v in d.items() if k != "inputs"}, **sub},
-                                                  f"{where}: inputs.{fmt}"))
-                     for fmt, sub in inputs.items()),
+        video=video,
+        action_dim=action_dim,
+        inputs=tuple(
+            (
+                str(fmt),
+                mapping_from_dict({**{k: v for k, v in d.items() if k != "inputs"}, **sub}, f"{where}: inputs.{fmt}"),
+            )
+            for fmt, sub in inputs.items()
+        ),
     )
 
 
@@ -295,8 +339,10 @@ def mapping_to_dict(m: Mapping) -> dict:
     out["annotations"] = dict(m.annotations)
     out["video"] = {"codec": m.video.codec, "crf": m.video.crf, "preset": m.video.preset, "gop": m.video.gop}
     if m.inputs:
-        out["inputs"] = {fmt: {k: v for k, v in mapping_to_dict(sub).items() if k in ("state", "action", "cameras")}
-                         for fmt, sub in m.inputs}
+        out["inputs"] = {
+            fmt: {k: v for k, v in mapping_to_dict(sub).items() if k in ("state", "action", "cameras")}
+            for fmt, sub in m.inputs
+        }
     return out
 
 
@@ -314,19 +360,23 @@ def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[st
     ``source_names`` (per-column names of a source, e.g. from a platform export's /meta) when it
     has one per column, else ``<key>_<i>``.
     """
+
     def fix(group: str, s: Slice) -> Slice:
         if s.zeros is not None:
             return s if s.names else replace(s, names=tuple(f"{s.key}_{i}" for i in range(s.zeros)))
         w = s.width(dims[s.source])
         if s.end is not None and s.end > dims[s.source]:
-            raise ConfigError(f"{group}.{s.key}: slice [{s.start}, {s.end}] exceeds the {dims[s.source]} "
-                              f"columns of {s.source}")
+            raise ConfigError(
+                f"{group}.{s.key}: slice [{s.start}, {s.end}] exceeds the {dims[s.source]} columns of {s.source}"
+            )
         if s.quaternion and s.quaternion[1] > w:
             raise ConfigError(f"{group}.{s.key}: quaternion columns {list(s.quaternion)} exceed its width {w}")
         if s.rotation_type and w != ROTATION_WIDTHS[s.rotation_type]:
-            raise ConfigError(f"{group}.{s.key}: rotation_type {s.rotation_type} needs a key of exactly "
-                              f"{ROTATION_WIDTHS[s.rotation_type]} columns, this one has {w} (split the pose: "
-                              "position and rotation as separate keys)")
+            raise ConfigError(
+                f"{group}.{s.key}: rotation_type {s.rotation_type} needs a key of exactly "
+                f"{ROTATION_WIDTHS[s.rotation_type]} columns, this one has {w} (split the pose: "
+                "position and rotation as separate keys)"
+            )
         given = (source_names or {}).get(s.source)
         if s.names is None and given is not None and len(given) == dims[s.source]:
             return replace(s, names=tuple(given[slice(s.start, s.end)]))
@@ -336,8 +386,7 @@ def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[st
             raise ConfigError(f"{group}.{s.key}: {len(s.names)} names for {w} columns")
         return s
 
-    return replace(m, state=tuple(fix("state", s) for s in m.state),
-                   action=tuple(fix("action", s) for s in m.action))
+    return replace(m, state=tuple(fix("state", s) for s in m.state), action=tuple(fix("action", s) for s in m.action))
 
 
 def resolve_fps(config_fps: int | None, rates: dict[str, float]) -> tuple[int, list[str]]:
@@ -346,9 +395,12 @@ def resolve_fps(config_fps: int | None, rates: dict[str, float]) -> tuple[int, l
     at different rates are refused: nothing says how to reconcile them); with one, inputs recorded at
     another rate get a notice (their frames are relabelled, not resampled)."""
     if config_fps is not None:
-        return config_fps, [f"notice: {file}: recorded at {rate:g} Hz, written at fps {config_fps} from the config "
-                            "(frames relabelled, not resampled)" for file, rate in rates.items()
-                            if abs(rate - config_fps) > 1e-6 * config_fps]
+        return config_fps, [
+            f"notice: {file}: recorded at {rate:g} Hz, written at fps {config_fps} from the config "
+            "(frames relabelled, not resampled)"
+            for file, rate in rates.items()
+            if abs(rate - config_fps) > 1e-6 * config_fps
+        ]
     if not rates:
         return DEFAULT_FPS, [f"notice: no input states its rate: fps {DEFAULT_FPS} (set fps: in the config)"]
     distinct: dict[float, str] = {}
@@ -356,12 +408,15 @@ def resolve_fps(config_fps: int | None, rates: dict[str, float]) -> tuple[int, l
         distinct.setdefault(round(rate, 6), file)
     if len(distinct) > 1:
         seen = ", ".join(f"{file} at {rate:g} Hz" for rate, file in distinct.items())
-        raise ConfigError(f"inputs recorded at different rates cannot share one dataset: {seen}; set fps: N in "
-                          "the config to write them all at N frames per second (frames are relabelled, not resampled)")
+        raise ConfigError(
+            f"inputs recorded at different rates cannot share one dataset: {seen}; set fps: N in "
+            "the config to write them all at N frames per second (frames are relabelled, not resampled)"
+        )
     rate, file = next(iter(distinct.items()))
     if abs(rate - round(rate)) > 1e-6 * rate or round(rate) <= 0:
-        raise ConfigError(f"{file}: recorded at {rate:g} Hz, not a whole number of frames per second; "
-                          "set fps: N in the config")
+        raise ConfigError(
+            f"{file}: recorded at {rate:g} Hz, not a whole number of frames per second; set fps: N in the config"
+        )
     return round(rate), []
 
 
@@ -399,12 +454,14 @@ def reconcile(mappings: dict[str, Mapping], origins: dict[str, str]) -> Mapping:
                     f"{origins[fmts[0]]} has {group} {layout(first, group)}, {fmt} input {origins[fmt]} has "
                     f"{group} {layout(m, group)}. A dataset has one observation.state/action layout: give "
                     "--config with an 'inputs:' section per format that maps each onto the same keys and "
-                    "widths (pad a missing key with {zeros: N}); see docs/l3_real.md")
+                    "widths (pad a missing key with {zeros: N}); see docs/l3_real.md"
+                )
         if [c.key for c in m.cameras] != [c.key for c in first.cameras]:
             raise ConfigError(
                 f"inputs with different cameras cannot share one dataset: {fmts[0]} input {origins[fmts[0]]} "
                 f"has {[c.key for c in first.cameras]}, {fmt} input {origins[fmt]} has {[c.key for c in m.cameras]}; "
-                "map the same camera keys for every format in the config's 'inputs:' sections")
+                "map the same camera keys for every format in the config's 'inputs:' sections"
+            )
 
     def merged(group: str) -> tuple[Slice, ...]:
         out = []

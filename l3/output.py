@@ -37,17 +37,25 @@ class Summary:
 
     def table(self) -> str:
         head = ("source", "files", "episodes", "kept", "failed dropped", "failed kept", "bad skipped", "frames")
-        rows = [(s, c.files, c.episodes, c.kept, c.failed_dropped, c.failed_kept, c.bad, c.frames)
-                for s, c in sorted(self.per_source.items())]
+        rows = [
+            (s, c.files, c.episodes, c.kept, c.failed_dropped, c.failed_kept, c.bad, c.frames)
+            for s, c in sorted(self.per_source.items())
+        ]
         tot = [sum(r[i] for r in rows) for i in range(1, len(head))]
         rows.append(("total", *tot))
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-        fmt = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
-                                  for i, (v, w) in enumerate(zip(r, widths, strict=True)))
+
+        def fmt(r) -> str:
+            return "  ".join(
+                str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            )
+
         lines = [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows)]
         rate = self.frames / self.seconds if self.seconds else 0.0
-        lines.append(f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
-                     f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)")
+        lines.append(
+            f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
+            f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)"
+        )
         lines += [f"skipped (bad input): {s}" for s in self.skipped]
         return "\n".join(lines)
 

@@ -150,7 +150,7 @@ class StreamingHistogram:
             return
         k = 0
         while True:
-            w2 = w * 2.0 ** k
+            w2 = w * 2.0**k
             j0 = int(np.floor((need_lo - lo) / w2))
             if lo + (j0 + B) * w2 >= need_hi and (occ[-1] >> k) - j0 < B and (occ[0] >> k) - j0 >= 0:
                 break
@@ -165,8 +165,9 @@ class StreamingHistogram:
         return quantile(self.counts, self.lo, self.lo + self.width * self.bins, q, vmin, vmax)
 
 
-def quantile(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float,
-             vmin: np.ndarray, vmax: np.ndarray) -> np.ndarray:
+def quantile(
+    counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float, vmin: np.ndarray, vmax: np.ndarray
+) -> np.ndarray:
     """Quantile ``q`` per column from (D, bins) counts, numpy's linear method on order statistics.
 
     Each order statistic is taken as the centre of its bin (clipped to [vmin, vmax]), so the
@@ -194,8 +195,13 @@ def to_json(a) -> list:
 
 def moments_stats(m: Moments) -> dict:
     """``{min, max, mean, std, count}`` of a float feature from its moments (as episode_feature_stats)."""
-    return {"min": to_json(m.min), "max": to_json(m.max), "mean": to_json(m.mean), "std": to_json(m.std),
-            "count": [m.count]}
+    return {
+        "min": to_json(m.min),
+        "max": to_json(m.max),
+        "mean": to_json(m.mean),
+        "std": to_json(m.std),
+        "count": [m.count],
+    }
 
 
 def episode_feature_stats(x: np.ndarray) -> dict:
@@ -206,12 +212,16 @@ def episode_feature_stats(x: np.ndarray) -> dict:
     x = np.asarray(x)
     if x.dtype == bool:
         m = Moments.of(x.astype(np.float64))
-        return {"min": [bool(x.min())], "max": [bool(x.max())], "mean": to_json(m.mean),
-                "std": to_json(m.std), "count": [len(x)]}
+        return {
+            "min": [bool(x.min())],
+            "max": [bool(x.max())],
+            "mean": to_json(m.mean),
+            "std": to_json(m.std),
+            "count": [len(x)],
+        }
     m = Moments.of(x)
     cast = (lambda v: to_json(v.astype(np.int64))) if x.dtype.kind in "iu" else to_json
-    return {"min": cast(m.min), "max": cast(m.max), "mean": to_json(m.mean), "std": to_json(m.std),
-            "count": [len(x)]}
+    return {"min": cast(m.min), "max": cast(m.max), "mean": to_json(m.mean), "std": to_json(m.std), "count": [len(x)]}
 
 
 class PixelStats:
@@ -242,5 +252,10 @@ class PixelStats:
         mean = self.sum / self.n
         std = np.sqrt(np.maximum(self.sumsq / self.n - mean * mean, 0.0))
         shape = lambda v: [[[float(c)]] for c in v]  # noqa: E731
-        return {"min": shape(self.min / 255.0), "max": shape(self.max / 255.0), "mean": shape(mean / 255.0),
-                "std": shape(std / 255.0), "count": [frames]}
+        return {
+            "min": shape(self.min / 255.0),
+            "max": shape(self.max / 255.0),
+            "mean": shape(mean / 255.0),
+            "std": shape(std / 255.0),
+            "count": [frames],
+        }

@@ -58,8 +58,10 @@ def lerobot_python() -> str:
         raise UsageError(f"--codebase-version v3.0 needs a python with lerobot 0.6.x: set {PYTHON_ENV}")
     r = subprocess.run(["bash", str(SETUP), "v30", "--check"], capture_output=True, text=True)
     if r.returncode != 0:
-        raise UsageError(f"--codebase-version v3.0 runs LeRobot's converter in its own venv, which is not built: {how} "
-                         f"(or set {PYTHON_ENV})")
+        raise UsageError(
+            f"--codebase-version v3.0 runs LeRobot's converter in its own venv, which is not built: {how} "
+            f"(or set {PYTHON_ENV})"
+        )
     return r.stdout.strip().splitlines()[-1]
 
 
@@ -113,8 +115,15 @@ def run_converter(stage: Path, fields: Path, python: str) -> dict:
     """Run LeRobot's v2.1 -> v3.0 converter on ``stage`` (in place, v2.1 kept at ``stage``_old) and add our episode
     ``fields``; LeRobot's view of the result. Offline; its Hugging Face caches go to a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="l3-lerobot-") as hf:
-        env = {**os.environ, "HF_HOME": hf, "HF_LEROBOT_HOME": f"{hf}/lerobot", "HF_HUB_OFFLINE": "1",
-               "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": "", "TQDM_DISABLE": "1"}
+        env = {
+            **os.environ,
+            "HF_HOME": hf,
+            "HF_LEROBOT_HOME": f"{hf}/lerobot",
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "PYTHONPATH": "",
+            "TQDM_DISABLE": "1",
+        }
         r = subprocess.run([python, str(JOB), str(stage), str(fields)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tail = "\n".join(r.stderr.strip().splitlines()[-15:])
@@ -145,7 +154,8 @@ def _same(got: Any, want: Any) -> bool:
     ``want`` lacks must be null."""
     if isinstance(want, dict) and isinstance(got, dict):
         return all(_same(got.get(k), v) for k, v in want.items()) and all(
-            got[k] is None for k in got.keys() - want.keys())
+            got[k] is None for k in got.keys() - want.keys()
+        )
     if isinstance(want, list) and isinstance(got, list):
         return len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want, strict=True))
     return got == want
@@ -238,4 +248,3 @@ def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[
     summary.seconds += time.perf_counter() - t0
     log(f"LeRobot v3.0: lerobot {seen['lerobot']}'s converter and checks took {time.perf_counter() - t0:.1f} s")
     return summary
-

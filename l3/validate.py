@@ -107,17 +107,24 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
 
     for k, e in enumerate(episodes):
         if e.get("episode_index") != k:
-            c.bad(layout.EPISODES_PATH, f"line {k + 1}: episode_index {e.get('episode_index')} != {k} "
-                  "(indices must run 0..N-1 in order)")
+            c.bad(
+                layout.EPISODES_PATH,
+                f"line {k + 1}: episode_index {e.get('episode_index')} != {k} (indices must run 0..N-1 in order)",
+            )
         if not isinstance(e.get("length"), int) or e["length"] < 1:
             c.bad(layout.EPISODES_PATH, f"line {k + 1}: bad length {e.get('length')!r}")
         if not isinstance(e.get("tasks"), list) or any(t not in task_names for t in e["tasks"]):
             c.bad(layout.EPISODES_PATH, f"line {k + 1}: tasks {e.get('tasks')!r} not all in tasks.jsonl")
     total_frames = sum(e.get("length", 0) for e in episodes if isinstance(e.get("length"), int))
     videos = [k for k, f in features.items() if f.get("dtype") == "video"]
-    expect = {"total_episodes": n, "total_frames": total_frames, "total_tasks": len(tasks),
-              "total_videos": n * len(videos), "total_chunks": math.ceil(n / info["chunks_size"]),
-              "splits": {"train": f"0:{n}"}}
+    expect = {
+        "total_episodes": n,
+        "total_frames": total_frames,
+        "total_tasks": len(tasks),
+        "total_videos": n * len(videos),
+        "total_chunks": math.ceil(n / info["chunks_size"]),
+        "splits": {"train": f"0:{n}"},
+    }
     for key, want in expect.items():
         if info[key] != want:
             c.bad(layout.INFO_PATH, f"{key} is {info[key]!r}, expected {want!r}")
@@ -166,8 +173,10 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
         for e in ep_stats:
             for key, s in (e.get("stats") or {}).items():
                 if not isinstance(s, dict) or any(k not in s for k in layout.EPISODE_STATS_KEYS):
-                    c.bad(layout.EPISODES_STATS_PATH, f"episode {e.get('episode_index')}: {key} needs "
-                          f"{', '.join(layout.EPISODE_STATS_KEYS)}")
+                    c.bad(
+                        layout.EPISODES_STATS_PATH,
+                        f"episode {e.get('episode_index')}: {key} needs {', '.join(layout.EPISODE_STATS_KEYS)}",
+                    )
 
     offset = 0
     for k, e in enumerate(episodes):
@@ -199,8 +208,11 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
             if rt is not None and rt not in ROTATION_WIDTHS:
                 c.bad(rel, f"{block}.{key}: unknown rotation_type {rt!r}")
             elif rt is not None and b - a != ROTATION_WIDTHS[rt]:
-                c.bad(rel, f"{block}.{key}: rotation_type {rt} on {b - a} columns; GR00T converts the whole key, "
-                           f"which must be exactly {ROTATION_WIDTHS[rt]} wide")
+                c.bad(
+                    rel,
+                    f"{block}.{key}: rotation_type {rt} on {b - a} columns; GR00T converts the whole key, "
+                    f"which must be exactly {ROTATION_WIDTHS[rt]} wide",
+                )
             if "absolute" in e and not isinstance(e["absolute"], bool):
                 c.bad(rel, f"{block}.{key}: absolute must be true or false, got {e['absolute']!r}")
         if dim and not (covered == 1).all():
@@ -209,7 +221,7 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
         ok = (e or {}).get("original_key")
         if ok not in features or features[ok].get("dtype") != "video":
             c.bad(rel, f"video.{key}: original_key {ok!r} is not a video feature")
-    for key in (modality.get("annotation") or {}):
+    for key in modality.get("annotation") or {}:
         if f"{layout.ANNOTATION_PREFIX}{key}" not in annotation_cols:
             c.bad(rel, f"annotation.{key}: no column annotation.{key} in features")
 
@@ -217,8 +229,17 @@ def _check_modality(c: _Checker, modality: dict, features: dict, annotation_cols
 _ARROW_TYPES = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
 
 
-def _check_parquet(c: _Checker, rel: str, k: int, length: int, offset: int, fps: float, features: dict,
-                   task_ids: set, deep: bool = True) -> None:
+def _check_parquet(
+    c: _Checker,
+    rel: str,
+    k: int,
+    length: int,
+    offset: int,
+    fps: float,
+    features: dict,
+    task_ids: set,
+    deep: bool = True,
+) -> None:
     p = c.root / rel
     if not p.is_file():
         c.bad(rel, "missing")
@@ -295,8 +316,9 @@ class _FooterLayout:
                     continue
                 if want is not None and typ.value_type != want:
                     self.type_errors.append(f"{key}: values are {typ.value_type}, expected {f.get('dtype')}")
-                self.lists.append((key, shape[0], [leaf[p] for p in (f"{key}.list.element", f"{key}.list.item")
-                                                   if p in leaf]))
+                self.lists.append(
+                    (key, shape[0], [leaf[p] for p in (f"{key}.list.element", f"{key}.list.item") if p in leaf])
+                )
             elif want is not None and typ != want:
                 self.type_errors.append(f"{key}: type {typ}, expected {f.get('dtype')}")
         self.ranged = {key: leaf.get(key) for key in (*layout.INDEX_FEATURES, *self.annotations)}
@@ -311,8 +333,17 @@ def _footer_layout(c: _Checker, md: pq.FileMetaData, features: dict) -> _FooterL
     return lay
 
 
-def _check_footer(c: _Checker, rel: str, md: pq.FileMetaData, k: int, length: int, offset: int, fps: float,
-                  features: dict, task_ids: set) -> bool:
+def _check_footer(
+    c: _Checker,
+    rel: str,
+    md: pq.FileMetaData,
+    k: int,
+    length: int,
+    offset: int,
+    fps: float,
+    features: dict,
+    task_ids: set,
+) -> bool:
     """Check one parquet from its footer; False when it lacks the statistics (check it in full)."""
     lay = _footer_layout(c, md, features)
     if not lay.names_ok:
@@ -327,7 +358,8 @@ def _check_footer(c: _Checker, rel: str, md: pq.FileMetaData, k: int, length: in
     for key, width, leaves in lay.lists:
         chunks = [rg.column(j) for rg in groups for j in leaves]
         if sum(ch.num_values for ch in chunks) != length * width or any(
-                ch.statistics is not None and ch.statistics.null_count for ch in chunks):
+            ch.statistics is not None and ch.statistics.null_count for ch in chunks
+        ):
             c.bad(rel, f"{key}: rows must hold {width} values")
 
     ranges = {}
@@ -379,12 +411,17 @@ def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) ->
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m l3.validate",
-                                description="Check a GR00T LeRobot v2.1 dataset folder against the L3 output spec.")
+    p = argparse.ArgumentParser(
+        prog="python -m l3.validate",
+        description="Check a GR00T LeRobot v2.1 dataset folder against the L3 output spec.",
+    )
     p.add_argument("dir", help="dataset folder (holds meta/, data/, videos/)")
-    p.add_argument("--fast", action="store_true",
-                   help="check each parquet from its footer (schema, rows, widths, index ranges) instead of "
-                   "reading every value (what the converter runs on its own output)")
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="check each parquet from its footer (schema, rows, widths, index ranges) instead of "
+        "reading every value (what the converter runs on its own output)",
+    )
     args = p.parse_args(argv)
     violations = validate(args.dir, deep=not args.fast)
     for v in violations:

@@ -24,8 +24,9 @@ def encoder_options(opts: VideoOptions) -> dict[str, str]:
     return {"crf": str(opts.crf), "preset": opts.preset, "x264-params": "mbtree=0"}
 
 
-def encode(path: str | Path, chunks: Iterable[np.ndarray], fps: int, opts: VideoOptions,
-           stats: PixelStats | None = None) -> int:
+def encode(
+    path: str | Path, chunks: Iterable[np.ndarray], fps: int, opts: VideoOptions, stats: PixelStats | None = None
+) -> int:
     """Encode (n, H, W, 3) uint8 RGB chunks into one MP4; returns the number of frames written."""
     count = 0
     with av.open(str(path), mode="w", format="mp4") as container:
@@ -60,9 +61,15 @@ def probe(path: str | Path) -> dict:
     with av.open(str(path)) as c:
         s = c.streams.video[0]
         pts = sorted(float(p.pts * p.time_base) for p in c.demux(s) if p.pts is not None)
-        return {"codec": s.codec_context.name, "pix_fmt": s.codec_context.pix_fmt,
-                "width": s.codec_context.width, "height": s.codec_context.height,
-                "frames": len(pts), "pts": pts, "audio": len(c.streams.audio) > 0}
+        return {
+            "codec": s.codec_context.name,
+            "pix_fmt": s.codec_context.pix_fmt,
+            "width": s.codec_context.width,
+            "height": s.codec_context.height,
+            "frames": len(pts),
+            "pts": pts,
+            "audio": len(c.streams.audio) > 0,
+        }
 
 
 def decode(path: str | Path) -> Iterator[np.ndarray]:

@@ -86,6 +86,7 @@ def _cached(key: tuple, make):
 
 def _frame_columns(T: int, fps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """frame_index, timestamp and next.done of a T-row episode (shared, read-only)."""
+
     def make():
         fi = np.arange(T, dtype=np.int64)
         ts = (fi / fps).astype(np.float32)
@@ -94,6 +95,7 @@ def _frame_columns(T: int, fps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
         for a in (fi, ts, done):
             a.flags.writeable = False
         return fi, ts, done
+
     return _cached(("frames", T, fps), make)
 
 
@@ -103,6 +105,7 @@ def _reward(T: int, success: bool) -> np.ndarray:
         r[-1] = 1.0 if success else 0.0
         r.flags.writeable = False
         return r
+
     return _cached(("reward", T, bool(success)), make)
 
 
@@ -114,10 +117,17 @@ def _const_stats(v: int, T: int) -> dict:
 def numbered_stats(layout: Layout, T: int, job: EpisodeJob) -> dict[str, dict]:
     """Per-episode stats of the columns that hold ``job``'s numbers (episode, global and task indices)."""
     fi = _cached(("fi-stats", T), lambda: st.episode_feature_stats(np.arange(T, dtype=np.int64)))
-    out = {lay.EPISODE_INDEX: _const_stats(job.index, T),
-           lay.INDEX: {"min": [job.offset], "max": [job.offset + T - 1], "mean": [job.offset + (T - 1) / 2],
-                       "std": fi["std"], "count": [T]},
-           lay.TASK_INDEX: _const_stats(job.task_index, T)}
+    out = {
+        lay.EPISODE_INDEX: _const_stats(job.index, T),
+        lay.INDEX: {
+            "min": [job.offset],
+            "max": [job.offset + T - 1],
+            "mean": [job.offset + (T - 1) / 2],
+            "std": fi["std"],
+            "count": [T],
+        },
+        lay.TASK_INDEX: _const_stats(job.task_index, T),
+    }
     for col, kind in layout.annotation_columns():
         out[col] = _const_stats(job.task_index if kind == "task" else job.validity_index, T)
     return out
@@ -126,13 +136,22 @@ def numbered_stats(layout: Layout, T: int, job: EpisodeJob) -> dict[str, dict]:
 def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: EpisodeJob, success: bool) -> pa.Table:
     """The parquet table of one episode (built from numpy directly)."""
     T = len(state)
-    fi, ts, done, rw = _cached(("pa-frames", T, layout.fps, bool(success)), lambda: tuple(
-        pa.array(a) for a in (*_frame_columns(T, layout.fps), _reward(T, success))))
+    fi, ts, done, rw = _cached(
+        ("pa-frames", T, layout.fps, bool(success)),
+        lambda: tuple(pa.array(a) for a in (*_frame_columns(T, layout.fps), _reward(T, success))),
+    )
     const = lambda v: _cached(("pa-const", T, v), lambda: pa.array(np.full(T, v, dtype=np.int64)))  # noqa: E731
-    cols = {lay.STATE: _list_column(state), lay.ACTION: _list_column(action), lay.TIMESTAMP: ts,
-            lay.FRAME_INDEX: fi, lay.EPISODE_INDEX: pa.array(np.full(T, job.index, dtype=np.int64)),
-            lay.INDEX: pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)),
-            lay.TASK_INDEX: const(job.task_index), lay.REWARD: rw, lay.DONE: done}
+    cols = {
+        lay.STATE: _list_column(state),
+        lay.ACTION: _list_column(action),
+        lay.TIMESTAMP: ts,
+        lay.FRAME_INDEX: fi,
+        lay.EPISODE_INDEX: pa.array(np.full(T, job.index, dtype=np.int64)),
+        lay.INDEX: pa.array(np.arange(job.offset, job.offset + T, dtype=np.int64)),
+        lay.TASK_INDEX: const(job.task_index),
+        lay.REWARD: rw,
+        lay.DONE: done,
+    }
     for col, kind in layout.annotation_columns():
         cols[col] = const(job.task_index if kind == "task" else job.validity_index)
     return pa.Table.from_arrays([cols[c] for c in layout.columns], names=list(layout.columns))
@@ -153,11 +172,17 @@ def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
 
 def _fixed_stats(T: int, fps: int, success: bool) -> dict:
     """Stats of the columns fixed by T and success (timestamp, frame_index, next.*)."""
+
     def make():
         fi, ts, done = _frame_columns(T, fps)
         rw = _reward(T, success)
-        return {lay.TIMESTAMP: st.episode_feature_stats(ts), lay.FRAME_INDEX: st.episode_feature_stats(fi),
-                lay.REWARD: st.episode_feature_stats(rw), lay.DONE: st.episode_feature_stats(done)}
+        return {
+            lay.TIMESTAMP: st.episode_feature_stats(ts),
+            lay.FRAME_INDEX: st.episode_feature_stats(fi),
+            lay.REWARD: st.episode_feature_stats(rw),
+            lay.DONE: st.episode_feature_stats(done),
+        }
+
     return _cached(("float-stats", T, fps, bool(success)), make)
 
 
@@ -203,8 +228,9 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             p.unlink(missing_ok=True)
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
-    return EpisodeResult(T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments,
-                         nbytes, video_frames)
+    return EpisodeResult(
+        T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments, nbytes, video_frames
+    )
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False) builds one per call
@@ -220,15 +246,24 @@ def number_episodes(layout: Layout, episodes: Sequence[tuple[str, bool, int]]) -
     validity = any(kind == "validity" for _, kind in layout.mapping.annotations)
     tasks = list(dict.fromkeys(task for task, _, _ in episodes))
     if validity:
-        tasks += [t for t in (lay.VALID, lay.INVALID) if any(ok == (t == lay.VALID) for _, ok, _ in episodes)
-                  and t not in tasks]
+        tasks += [
+            t
+            for t in (lay.VALID, lay.INVALID)
+            if any(ok == (t == lay.VALID) for _, ok, _ in episodes) and t not in tasks
+        ]
     task_id = {t: k for k, t in enumerate(tasks)}
     jobs, offset = [], 0
     for index, (task, ok, length) in enumerate(episodes):
         label = lay.VALID if ok else lay.INVALID
-        jobs.append(EpisodeJob(index=index, offset=offset, task_index=task_id[task],
-                               validity_index=task_id.get(label, task_id[task]),
-                               tasks=[task, label] if validity else [task]))
+        jobs.append(
+            EpisodeJob(
+                index=index,
+                offset=offset,
+                task_index=task_id[task],
+                validity_index=task_id.get(label, task_id[task]),
+                tasks=[task, label] if validity else [task],
+            )
+        )
         offset += length
     return tasks, jobs
 
@@ -260,8 +295,9 @@ class MetaWriter:
         job = r.job
         if job != self.jobs[self.episodes]:
             raise ValueError(f"episode {job.index} added out of order (expected {self.episodes})")
-        self._episodes.write(_jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length,
-                                          **r.fields}))
+        self._episodes.write(
+            _jsonl_line({"episode_index": job.index, "tasks": job.tasks, "length": r.length, **r.fields})
+        )
         self._ep_stats.write(_jsonl_line({"episode_index": job.index, "stats": r.stats}))
         T, fps = r.length, self.layout.fps
         for k in (lay.STATE, lay.ACTION):

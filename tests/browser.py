@@ -17,9 +17,18 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 """Debian's package (scripts/setup.sh installs it)."""
 # Without the networking flags Chromium waits on the closed network here (component updates, QUIC probes).
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=10000")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=10000",
+)
 PROBE = """<script>
 window.addEventListener('load', function () {
   var imgs = Array.from(document.images);
@@ -40,8 +49,12 @@ def chromium() -> str:
 
 def _run(page: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def images_loaded(page: str | Path) -> tuple[int, int]:

@@ -61,9 +61,16 @@ def robomimic_python() -> str:
 
 def run_probe(python: str, mode: str, root: Path, tmp: Path, *extra: str) -> dict:
     """Run tests/l3_lerobot_probe.py on a dataset inside a LeRobot venv, offline; its JSON result."""
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_LEROBOT_HOME": str(tmp / "lerobot_home"), "PYTHONPATH": ""}
-    r = subprocess.run([python, str(PROBE), mode, str(root), *extra], capture_output=True, text=True, env=env,
-                       timeout=900, cwd=tmp)
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_LEROBOT_HOME": str(tmp / "lerobot_home"),
+        "PYTHONPATH": "",
+    }
+    r = subprocess.run(
+        [python, str(PROBE), mode, str(root), *extra], capture_output=True, text=True, env=env, timeout=900, cwd=tmp
+    )
     assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])

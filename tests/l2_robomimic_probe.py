@@ -47,8 +47,15 @@ def main(path: str, filter_key: str) -> dict:
         shapes = {k: f[f"data/demo_0/obs/{k}"].shape[1:] for k in keys}
         action_dim = f["data/demo_0/actions"].shape[1]
 
-    lazy = SequenceDataset(path, obs_keys=keys, dataset_keys=("actions",), filter_by_attribute=filter_key,
-                           load_next_obs=False, hdf5_cache_mode=None, seq_length=1)
+    lazy = SequenceDataset(
+        path,
+        obs_keys=keys,
+        dataset_keys=("actions",),
+        filter_by_attribute=filter_key,
+        load_next_obs=False,
+        hdf5_cache_mode=None,
+        seq_length=1,
+    )
     assert sorted(lazy.demos) == wanted, (lazy.demos, wanted)
     assert len(lazy) == sum(lengths.values()), (len(lazy), lengths)
     items = 0
@@ -65,16 +72,28 @@ def main(path: str, filter_key: str) -> dict:
             assert float(obs[k].min()) >= 0.0 and float(obs[k].max()) <= 1.0
         items += b
 
-    cached = SequenceDataset(path, obs_keys=specs["low_dim"], dataset_keys=("actions", "rewards", "dones"),
-                             filter_by_attribute=filter_key, load_next_obs=False, hdf5_cache_mode="all")
+    cached = SequenceDataset(
+        path,
+        obs_keys=specs["low_dim"],
+        dataset_keys=("actions", "rewards", "dones"),
+        filter_by_attribute=filter_key,
+        load_next_obs=False,
+        hdf5_cache_mode="all",
+    )
     cached_items = 0
     for i in range(len(cached)):
         item = cached[i]
         assert item["actions"].shape == (1, action_dim), item["actions"].shape
         assert item["rewards"].shape == (1, 1) and item["dones"].shape == (1, 1)
         cached_items += 1
-    return {"robomimic": robomimic.__version__, "demos": lazy.demos, "items": items, "cached_items": cached_items,
-            "low_dim": specs["low_dim"], "rgb": specs["rgb"]}
+    return {
+        "robomimic": robomimic.__version__,
+        "demos": lazy.demos,
+        "items": items,
+        "cached_items": cached_items,
+        "low_dim": specs["low_dim"],
+        "rgb": specs["rgb"],
+    }
 
 
 if __name__ == "__main__":

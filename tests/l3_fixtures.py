@@ -17,15 +17,24 @@ CAMERA = f"obs/{CAMERAS[0]}"
 CAM_H, CAM_W = 48, 64
 
 
-def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera: bool = False,
-              legacy: bool = False, seed: int | None = None, frame_size: tuple[int, int] = (CAM_H, CAM_W)) -> dict:
+def make_demo(
+    rng: np.random.Generator,
+    T: int,
+    *,
+    success: bool = True,
+    camera: bool = False,
+    legacy: bool = False,
+    seed: int | None = None,
+    frame_size: tuple[int, int] = (CAM_H, CAM_W),
+) -> dict:
     """Arrays and attrs of one lift-cube episode (random but realistic shapes and dtypes)."""
     quat = rng.normal(size=(T, 4)).astype(np.float32)
     quat /= np.linalg.norm(quat, axis=1, keepdims=True)  # qx, qy, qz, qw
     if legacy:
         quat = quat[:, [3, 0, 1, 2]]  # stored w, x, y, z
-    actions = np.concatenate([rng.normal(size=(T, 3)).astype(np.float32), quat,
-                              np.sign(rng.normal(size=(T, 1))).astype(np.float32)], axis=1)
+    actions = np.concatenate(
+        [rng.normal(size=(T, 3)).astype(np.float32), quat, np.sign(rng.normal(size=(T, 1))).astype(np.float32)], axis=1
+    )
     obs = {
         "joint_pos": rng.normal(size=(T, 9)).astype(np.float32),
         "joint_vel": rng.normal(size=(T, 9)).astype(np.float32),
@@ -42,7 +51,7 @@ def make_demo(rng: np.random.Generator, T: int, *, success: bool = True, camera:
                 frames[t, :, :, 0] = (xx * 4 + t * 7 + 50 * k) % 256
                 frames[t, :, :, 1] = (yy * 5 + t * 3) % 256
                 x0 = (t * 3 + 11 * k) % (w - 8)
-                frames[t, 10:18, x0:x0 + 8, 2] = 255
+                frames[t, 10:18, x0 : x0 + 8, 2] = 255
             obs[name] = frames
     attrs = {"num_samples": T, "success": success}
     if seed is not None:
@@ -56,8 +65,15 @@ ISAACLAB_STORAGE = {"compression": "gzip", "compression_opts": 2}
 """How Isaac Lab's HDF5DatasetFileHandler stores each dataset (and so every L2 source)."""
 
 
-def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None = schema.FORMAT_VERSION,
-             env_name: str = ENV_NAME, storage: dict | None = None, sim_args: dict | None = SIM_ARGS) -> Path:
+def write_l2(
+    path: str | Path,
+    demos: list[dict],
+    *,
+    format_version: int | None = schema.FORMAT_VERSION,
+    env_name: str = ENV_NAME,
+    storage: dict | None = None,
+    sim_args: dict | None = SIM_ARGS,
+) -> Path:
     """Write demos as /data/demo_<i> (in order) into an L2 file; ``storage``: h5py dataset options
     (None: contiguous, uncompressed; :data:`ISAACLAB_STORAGE`: as the L2 recorder writes them)."""
     storage = storage or {}
@@ -83,12 +99,31 @@ def write_l2(path: str | Path, demos: list[dict], *, format_version: int | None 
     return path
 
 
-def make_l2_file(path: str | Path, n: int = 3, *, seed: int = 0, length: int = 12, failed: tuple[int, ...] = (),
-                 camera: bool = False, legacy: bool = False, frame_size: tuple[int, int] = (CAM_H, CAM_W)) -> Path:
+def make_l2_file(
+    path: str | Path,
+    n: int = 3,
+    *,
+    seed: int = 0,
+    length: int = 12,
+    failed: tuple[int, ...] = (),
+    camera: bool = False,
+    legacy: bool = False,
+    frame_size: tuple[int, int] = (CAM_H, CAM_W),
+) -> Path:
     """An L2 file of ``n`` episodes of lengths length, length+1, ...; ``failed`` demos have success=False."""
     rng = np.random.default_rng(seed)
-    demos = [make_demo(rng, length + i, success=i not in failed, camera=camera, legacy=legacy, seed=seed * 100 + i,
-                       frame_size=frame_size) for i in range(n)]
+    demos = [
+        make_demo(
+            rng,
+            length + i,
+            success=i not in failed,
+            camera=camera,
+            legacy=legacy,
+            seed=seed * 100 + i,
+            frame_size=frame_size,
+        )
+        for i in range(n)
+    ]
     return write_l2(path, demos, format_version=None if legacy else schema.FORMAT_VERSION)
 
 

@@ -71,10 +71,18 @@ def load_v30(root: Path, npz: Path) -> dict:
     by_source = {}
     for src in sorted({e["source"] for e in episodes}):
         sub = LeRobotDataset(REPO_ID, root=root, video_backend="pyav", episode_filter=lambda e, s=src: e["source"] == s)
-        by_source[src] = {"episodes": sub.num_episodes, "frames": sub.num_frames,
-                          "sources": sorted({sub.meta.episodes[int(i)]["source"] for i in sub.episodes})}
-    out.update(lerobot=lerobot.__version__, frames=ds.num_frames, episodes=episodes, by_source=by_source,
-               stats={k: sorted(v) for k, v in ds.meta.stats.items()})
+        by_source[src] = {
+            "episodes": sub.num_episodes,
+            "frames": sub.num_frames,
+            "sources": sorted({sub.meta.episodes[int(i)]["source"] for i in sub.episodes}),
+        }
+    out.update(
+        lerobot=lerobot.__version__,
+        frames=ds.num_frames,
+        episodes=episodes,
+        by_source=by_source,
+        stats={k: sorted(v) for k, v in ds.meta.stats.items()},
+    )
     return out
 
 

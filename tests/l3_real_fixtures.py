@@ -24,8 +24,10 @@ SIZE = (120, 160)
 PLATFORM_CAMERAS = ("cam_high", "cam_left_wrist", "cam_right_wrist")
 STATE_NAMES = [f"{side}_joint{i}" for side in ("right", "left") for i in range(1, 8)]
 ACTION_NAMES = STATE_NAMES + ["right_gripper_cmd", "left_gripper_cmd"]
-TASKS = [("Pick up the red cup and place it on the tray.", "拿起红色杯子放到托盘上。"),
-         ("Fold the towel in half.", "把毛巾对折。")]
+TASKS = [
+    ("Pick up the red cup and place it on the tray.", "拿起红色杯子放到托盘上。"),
+    ("Fold the towel in half.", "把毛巾对折。"),
+]
 
 
 def render(t: int, h: int, w: int, cam: int) -> np.ndarray:
@@ -81,10 +83,21 @@ def _jpeg_dataset(g: h5py.Group, name: str, jpegs: list[bytes], rows: str) -> No
         raise ValueError(rows)
 
 
-def make_platform_chunk(path: str | Path, first_episode: int, lengths: list[int], *, seed: int = 0,
-                        cameras=PLATFORM_CAMERAS, size: tuple[int, int] = SIZE, attrs_bytes: bool = False,
-                        rows: str = "vlen", dtype=np.float32, meta: str | None = "mcap", scores=None,
-                        episode_names: list[str] | None = None) -> Path:
+def make_platform_chunk(
+    path: str | Path,
+    first_episode: int,
+    lengths: list[int],
+    *,
+    seed: int = 0,
+    cameras=PLATFORM_CAMERAS,
+    size: tuple[int, int] = SIZE,
+    attrs_bytes: bool = False,
+    rows: str = "vlen",
+    dtype=np.float32,
+    meta: str | None = "mcap",
+    scores=None,
+    episode_names: list[str] | None = None,
+) -> Path:
     """One chunk file with episodes episode_<first>.. of the given lengths (arrays are random)."""
     rng = np.random.default_rng(seed)
     path = Path(path)
@@ -107,8 +120,11 @@ def make_platform_chunk(path: str | Path, first_episode: int, lengths: list[int]
             g.attrs["score"] = float(scores[k]) if scores is not None else -1.0
         m = f.create_group("meta")
         if meta == "mcap":  # feature metadata as attributes of /meta
-            for field, names, d in (("action", ACTION_NAMES, 16), ("observation.state", STATE_NAMES, 14),
-                                    ("observation.gripper", ["right_gripper", "left_gripper"], 2)):
+            for field, names, d in (
+                ("action", ACTION_NAMES, 16),
+                ("observation.state", STATE_NAMES, 14),
+                ("observation.gripper", ["right_gripper", "left_gripper"], 2),
+            ):
                 m.attrs[field] = json.dumps({"dtype": np.dtype(dtype).name, "shape": [d], "names": names})
         elif meta == "agibot":
             m.attrs["meta.robot_type"] = np.bytes_(b"agibot_g1") if attrs_bytes else "agibot_g1"
@@ -138,9 +154,17 @@ def make_tar_gz(path: str | Path, files: list[Path], prefix: str = "export/") ->
     return path
 
 
-def make_aloha_file(path: str | Path, T: int, *, seed: int = 0, compress: bool = False,
-                    cameras=PLATFORM_CAMERAS, size: tuple[int, int] = SIZE, sim: bool = False,
-                    base_action: bool = True) -> Path:
+def make_aloha_file(
+    path: str | Path,
+    T: int,
+    *,
+    seed: int = 0,
+    compress: bool = False,
+    cameras=PLATFORM_CAMERAS,
+    size: tuple[int, int] = SIZE,
+    sim: bool = False,
+    base_action: bool = True,
+) -> Path:
     """One ALOHA episode as written by record_episodes.py (raw frames, or padded JPEG with compress=True)."""
     rng = np.random.default_rng(seed)
     path = Path(path)
@@ -159,7 +183,7 @@ def make_aloha_file(path: str | Path, T: int, *, seed: int = 0, compress: bool =
             for cam in cameras:
                 rows = np.zeros((T, pad), np.uint8)
                 for t, b in enumerate(encoded[cam]):
-                    rows[t, :len(b)] = np.frombuffer(b, np.uint8)
+                    rows[t, : len(b)] = np.frombuffer(b, np.uint8)
                 images.create_dataset(cam, data=rows, chunks=(1, pad))
                 lens.append([len(b) for b in encoded[cam]])
         else:
@@ -173,4 +197,3 @@ def make_aloha_file(path: str | Path, T: int, *, seed: int = 0, compress: bool =
         if compress:
             f.create_dataset("compress_len", data=np.array(lens, dtype=np.float32))
     return path
-

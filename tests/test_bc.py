@@ -29,10 +29,36 @@ def bc_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bc")
     data = tmp / "scripted_lift_cube.hdf5"
     proc = subprocess.run(
-        [sys.executable, "-m", "l2.bc.train", "--data", str(data), "--num_demos", "8", "--workers", "1",
-         "--epochs", "2", "--save-every", "1", "--episodes", "2", "--checkpoint-episodes", "1",
-         "--output", str(tmp / "logs"), "--name", "tiny", "--robomimic-python", robomimic_python()],
-        capture_output=True, text=True, timeout=1800, cwd=REPO)
+        [
+            sys.executable,
+            "-m",
+            "l2.bc.train",
+            "--data",
+            str(data),
+            "--num_demos",
+            "8",
+            "--workers",
+            "1",
+            "--epochs",
+            "2",
+            "--save-every",
+            "1",
+            "--episodes",
+            "2",
+            "--checkpoint-episodes",
+            "1",
+            "--output",
+            str(tmp / "logs"),
+            "--name",
+            "tiny",
+            "--robomimic-python",
+            robomimic_python(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return tmp, data, tmp / "logs" / "tiny", proc.stdout
 
@@ -49,7 +75,12 @@ def test_every_stage_leaves_its_output(bc_run):
     assert not config["experiment"]["validate"]  # one validation demo: less than a batch, robomimic would stop
     assert "trained without validation loss" in stdout
     assert config["observation"]["modalities"]["obs"]["low_dim"] == [
-        "joint_pos", "object_position", "object_orientation", "ee_position", "ee_orientation"]
+        "joint_pos",
+        "object_position",
+        "object_orientation",
+        "ee_position",
+        "ee_orientation",
+    ]
     assert sorted(p.name for p in (run / "models").glob("*.pth")) == ["model_epoch_1.pth", "model_epoch_2.pth"]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["episodes"] == 2 and summary["num_demos"] == 8 and summary["epochs"] == 2
@@ -63,8 +94,13 @@ def test_every_stage_leaves_its_output(bc_run):
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([robomimic_python(), "-m", "l2.serve", "robomimic", *args, "--port", "0"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    return subprocess.run(
+        [robomimic_python(), "-m", "l2.serve", "robomimic", *args, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
 
 
 def test_serve_refuses_a_checkpoint_that_does_not_fit(bc_run, tmp_path):
@@ -72,8 +108,11 @@ def test_serve_refuses_a_checkpoint_that_does_not_fit(bc_run, tmp_path):
     checkpoint = str(run / "models" / "model_epoch_2.pth")
     proc = _serve(checkpoint, "--config", str(REPO / "config" / "lift_cube.yaml"))
     assert proc.returncode == 2 and proc.stderr.count("error: ") == 1, proc.stderr[-2000:]
-    assert re.search(r"the checkpoint observes (ee_position \(3\)|ee_orientation \(4\)|object_orientation \(4\)), "
-                     r"which \S*config/lift_cube.yaml does not send", proc.stderr), proc.stderr
+    assert re.search(
+        r"the checkpoint observes (ee_position \(3\)|ee_orientation \(4\)|object_orientation \(4\)), "
+        r"which \S*config/lift_cube.yaml does not send",
+        proc.stderr,
+    ), proc.stderr
     doc = yaml.safe_load(LOWDIM.read_text())
     del doc["action"]["gripper"]
     narrow = tmp_path / "no_gripper.yaml"
@@ -90,23 +129,59 @@ def test_lerobot_trains_act_on_our_v30_output_and_serves_it(scripted_run, tmp_pa
     to v3.0 (both cameras): the loss falls; the checkpoint is served and evaluated for one episode."""
     python = lerobot_python("v30")
     out = tmp_path / "v30"
-    conv = subprocess.run([sys.executable, "l3/convert.py", str(scripted_run[0]), "--config", "config/lift_cube.yaml",
-                           "--output", str(out), "--codebase-version", "v3.0"],
-                          capture_output=True, text=True, timeout=1800, cwd=REPO)
+    conv = subprocess.run(
+        [
+            sys.executable,
+            "l3/convert.py",
+            str(scripted_run[0]),
+            "--config",
+            "config/lift_cube.yaml",
+            "--output",
+            str(out),
+            "--codebase-version",
+            "v3.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO,
+    )
     assert conv.returncode == 0, conv.stderr[-3000:]
     train = subprocess.run(
-        [sys.executable, "-m", "l2.bc.lerobot_train", str(out), "--output", str(tmp_path / "act"), "--steps", "120",
-         "--batch-size", "4", "--log-every", "20", "--lerobot-python", python],
-        capture_output=True, text=True, timeout=3000, cwd=REPO)
+        [
+            sys.executable,
+            "-m",
+            "l2.bc.lerobot_train",
+            str(out),
+            "--output",
+            str(tmp_path / "act"),
+            "--steps",
+            "120",
+            "--batch-size",
+            "4",
+            "--log-every",
+            "20",
+            "--lerobot-python",
+            python,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+        cwd=REPO,
+    )
     assert train.returncode == 0, train.stdout[-3000:] + train.stderr[-3000:]
     losses = [float(x) for x in re.findall(r" loss:([0-9.]+)", train.stdout + train.stderr)]
     assert len(losses) >= 5 and losses[-1] < 0.5 * losses[0], losses
     pretrained = tmp_path / "act" / "checkpoints" / "last" / "pretrained_model"
     assert (pretrained / "model.safetensors").is_file()
     port = free_port()
-    server = subprocess.Popen([python, "-m", "l2.serve", "lerobot", str(pretrained), "--host", "127.0.0.1",
-                               "--port", str(port), "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [python, "-m", "l2.serve", "lerobot", str(pretrained), "--host", "127.0.0.1", "--port", str(port), "--quiet"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         for line in server.stdout:
             if line.startswith("serving "):
@@ -114,9 +189,26 @@ def test_lerobot_trains_act_on_our_v30_output_and_serves_it(scripted_run, tmp_pa
         else:
             pytest.fail(f"l2.serve lerobot did not start: {server.returncode}")
         proc = subprocess.run(
-            [sys.executable, "-m", "l2.evaluate", "--policy", f"server:127.0.0.1:{port}", "--episodes", "1",
-             "--num_envs", "1", "--action-horizon", "10", "--report", str(tmp_path / "act.json")],
-            capture_output=True, text=True, timeout=1800, cwd=REPO)
+            [
+                sys.executable,
+                "-m",
+                "l2.evaluate",
+                "--policy",
+                f"server:127.0.0.1:{port}",
+                "--episodes",
+                "1",
+                "--num_envs",
+                "1",
+                "--action-horizon",
+                "10",
+                "--report",
+                str(tmp_path / "act.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=REPO,
+        )
     finally:
         server.kill()
     assert proc.returncode == 0, proc.stderr[-3000:]

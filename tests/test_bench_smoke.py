@@ -13,21 +13,54 @@ REPO = Path(__file__).resolve().parents[1]
 
 SMOKE = {
     # script: (arguments, lines the table must print, marks)
-    "convert.py": (["--episodes", "4", "--length", "20", "--lerobot-episodes", "2", "--video-frames", "8",
-                    "--video-size", "64x48", "--mem-episodes", "2", "--cam-length", "8", "--machine-episodes", "2",
-                    "--machine-length", "8", "--machine-size", "64x48"],
-                   ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "-threads 1", "per machine:",
-                    "peak RSS"], ("lerobot",)),
-    "cameras.py": (["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4"],
-                   ["speed:", "non-render vs baseline", "memory:"], ("sim",)),
-    "record_overhead.py": (["--num_envs", "2", "--steps", "4", "--repeats", "1"], ["no recording (baseline)"],
-                           ("sim",)),
-    "ray_scaleout.py": (["--demos", "2", "--num-envs", "1", "--episodes", "2", "--length", "8", "--repeats", "1"],
-                        ["2 workers / 1 worker (baseline)", "byte-identical: True"], ("sim",)),
+    "convert.py": (
+        [
+            "--episodes",
+            "4",
+            "--length",
+            "20",
+            "--lerobot-episodes",
+            "2",
+            "--video-frames",
+            "8",
+            "--video-size",
+            "64x48",
+            "--mem-episodes",
+            "2",
+            "--cam-length",
+            "8",
+            "--machine-episodes",
+            "2",
+            "--machine-length",
+            "8",
+            "--machine-size",
+            "64x48",
+        ],
+        ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "-threads 1", "per machine:", "peak RSS"],
+        ("lerobot",),
+    ),
+    "cameras.py": (
+        ["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4"],
+        ["speed:", "non-render vs baseline", "memory:"],
+        ("sim",),
+    ),
+    "record_overhead.py": (
+        ["--num_envs", "2", "--steps", "4", "--repeats", "1"],
+        ["no recording (baseline)"],
+        ("sim",),
+    ),
+    "ray_scaleout.py": (
+        ["--demos", "2", "--num-envs", "1", "--episodes", "2", "--length", "8", "--repeats", "1"],
+        ["2 workers / 1 worker (baseline)", "byte-identical: True"],
+        ("sim",),
+    ),
     "crash_campaign.py": (["--kills", "2", "--max-delay", "4"], ["kills", "demos"], ("sim",)),
     "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
-    "policy_protocol.py": (["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2",
-                            "--sim-steps", "2"], ["baseline = bare ZeroMQ echo", "simulation step:"], ("sim",)),
+    "policy_protocol.py": (
+        ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
+        ["baseline = bare ZeroMQ echo", "simulation step:"],
+        ("sim",),
+    ),
 }
 
 
@@ -40,8 +73,9 @@ def _case(name: str):
 def test_benchmark_runs_and_prints_its_table(script, args, expected):
     if "sim" in SMOKE[script][2]:
         pytest.importorskip("isaaclab")
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True,
-                          timeout=1800, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True, timeout=1800, cwd=REPO
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for text in expected:
         assert text in proc.stdout, f"{script} printed no '{text}':\n{proc.stdout[-3000:]}"

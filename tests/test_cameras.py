@@ -73,8 +73,10 @@ def views():
             return pose[:, :3]
 
         def hold() -> torch.Tensor:  # keep both hands where they are, gripper open
-            return torch.cat([ee.data.target_pos_source.torch[:, 0], ee.data.target_quat_source.torch[:, 0],
-                              torch.ones(2, 1)], dim=-1)
+            return torch.cat(
+                [ee.data.target_pos_source.torch[:, 0], ee.data.target_quat_source.torch[:, 0], torch.ones(2, 1)],
+                dim=-1,
+            )
 
         env.step(hold())
         cube_w = place_cubes([(0.5, 0.0), (0.5, 0.0)])
@@ -209,8 +211,10 @@ def test_recording_memory_does_not_grow_with_the_episode(tmp_path):
         spool = next(tmp_path.glob(".scripted_lift_cube.*.frames.spool"))
         spooled = spool.stat().st_size
     frames = steps * 2 * len(LIFT_CAMERA_TERMS) * CAMERA_HEIGHT * CAMERA_WIDTH * 3  # kept in RAM otherwise
-    print(f"{steps} steps x 2 envs: frames {frames / 1e6:.1f} MB, recorder RAM +{held / 1e6:.3f} MB, "
-          f"RSS +{rss / 1e6:.1f} MB, spool file {spooled / 1e6:.1f} MB")
+    print(
+        f"{steps} steps x 2 envs: frames {frames / 1e6:.1f} MB, recorder RAM +{held / 1e6:.3f} MB, "
+        f"RSS +{rss / 1e6:.1f} MB, spool file {spooled / 1e6:.1f} MB"
+    )
     assert held < frames / 500  # only the state terms: ~0.2 kB per env and step
     assert rss < frames / 2
     assert not list(tmp_path.glob("*.spool")), "the spool file outlived the run"

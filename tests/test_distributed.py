@@ -150,15 +150,21 @@ def mixed_with_cameras(tmp_path_factory) -> Path:
 
 
 def test_engine_ray_writes_the_local_bytes(mixed_with_cameras, tmp_path):
-    args = [str(mixed_with_cameras), "--config", str(CONFIG), "--include-failed", "--skip-bad", "--workers", "2",
-            "-q"]
+    args = [str(mixed_with_cameras), "--config", str(CONFIG), "--include-failed", "--skip-bad", "--workers", "2", "-q"]
     runs = {"local": [], "ray": ["--engine", "ray"]}
     for name, extra in runs.items():
-        proc = subprocess.run([sys.executable, "-m", "l3.convert", *args, "-o", str(tmp_path / name), *extra],
-                              capture_output=True, text=True, cwd=REPO, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "l3.convert", *args, "-o", str(tmp_path / name), *extra],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
-    files = {name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
-             for name in runs}
+    files = {
+        name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
+        for name in runs
+    }
     assert files["ray"] == files["local"] and any(p.suffix == ".mp4" for p in files["local"])
     for rel in files["local"]:
         assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
@@ -179,8 +185,14 @@ def test_engine_ray_in_process_errors_and_address(mixed_with_cameras, tmp_path, 
     from l3.convert import main
     from l3.errors import InputError
 
-    s = convert([str(mixed_with_cameras / "rl_lift_cube.hdf5")], tmp_path / "a", config=CONFIG, engine="ray",
-                workers=2, log=lambda m: None)
+    s = convert(
+        [str(mixed_with_cameras / "rl_lift_cube.hdf5")],
+        tmp_path / "a",
+        config=CONFIG,
+        engine="ray",
+        workers=2,
+        log=lambda m: None,
+    )
     assert s.episodes == 2 and validate(tmp_path / "a") == [] and not ray.is_initialized()
 
     bad = make_l2_file(tmp_path / "in" / "scripted_bad.hdf5", 3, seed=5)
@@ -193,8 +205,9 @@ def test_engine_ray_in_process_errors_and_address(mixed_with_cameras, tmp_path, 
             with pytest.raises(InputError) as exc:
                 convert([str(bad)], tmp_path / f"bad_{engine}", engine=engine, workers=2, log=lambda m: None)
             errors[engine] = str(exc.value)
-            s = convert([str(bad)], tmp_path / f"skip_{engine}", engine=engine, workers=2, skip_bad=True,
-                        log=lambda m: None)
+            s = convert(
+                [str(bad)], tmp_path / f"skip_{engine}", engine=engine, workers=2, skip_bad=True, log=lambda m: None
+            )
             skipped[engine] = (s.episodes, s.skipped)
         assert ray.is_initialized()
     finally:

@@ -37,8 +37,9 @@ SMALL_CAMERAS = [f"env.scene.{cam}.{side}=64" for cam in ("table_cam", "wrist_ca
 
 
 def evaluate(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "l2.evaluate", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "l2.evaluate", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO
+    )
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -54,9 +55,26 @@ def ppo_run(tmp_path_factory):
     """The shipped policy over 8 episodes (one wave of 4 envs, then another), filmed and recorded, failures kept."""
     tmp = tmp_path_factory.mktemp("eval_ppo")
     record = tmp / "policy_lift_cube.hdf5"
-    proc = evaluate("--episodes", "8", "--num_envs", "4", "--seed", "3", "--report", str(tmp / "report.json"),
-                    "--videos", str(tmp / "videos"), "--video-episodes", "1", "--record", str(record),
-                    "--keep-failed", "--min-success", "0.75", *SMALL_CAMERAS)
+    proc = evaluate(
+        "--episodes",
+        "8",
+        "--num_envs",
+        "4",
+        "--seed",
+        "3",
+        "--report",
+        str(tmp / "report.json"),
+        "--videos",
+        str(tmp / "videos"),
+        "--video-episodes",
+        "1",
+        "--record",
+        str(record),
+        "--keep-failed",
+        "--min-success",
+        "0.75",
+        *SMALL_CAMERAS,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return tmp, json.loads((tmp / "report.json").read_text()), proc.stdout
 
@@ -133,8 +151,17 @@ def _reproduced(report: dict, l2_file: Path) -> float:
 
 def test_replay_in_process_reproduces_the_recorded_successes(replay_data):
     l2_file, roots, tmp = replay_data
-    proc = evaluate("--policy", f"replay:{roots['lift_cube']}", "--reset-from", str(l2_file), "--num_envs", "3",
-                    "--report", str(tmp / "replay.json"), *SMALL_CAMERAS)
+    proc = evaluate(
+        "--policy",
+        f"replay:{roots['lift_cube']}",
+        "--reset-from",
+        str(l2_file),
+        "--num_envs",
+        "3",
+        "--report",
+        str(tmp / "replay.json"),
+        *SMALL_CAMERAS,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((tmp / "replay.json").read_text())
     assert report["episodes"] == 3 and report["task"] == "L2-Lift-Cube-Franka-IK-Abs-Scripted"
@@ -146,18 +173,65 @@ def test_served_split_pose_replay_over_a_socket_reproduces_them(replay_data):
     dataset and back), chunks of 16 of which 8 are executed, a token."""
     l2_file, roots, tmp = replay_data
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube_split_pose"]),
-                               "--config", str(SPLIT_CONFIG), "--host", "127.0.0.1", "--port", str(port),
-                               "--api-token", "t0k", "--quiet"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "l2.serve",
+            "replay",
+            str(roots["lift_cube_split_pose"]),
+            "--config",
+            str(SPLIT_CONFIG),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--api-token",
+            "t0k",
+            "--quiet",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "serving" in server.stdout.readline()
-        proc = evaluate("--policy", f"server:127.0.0.1:{port}", "--api-token", "t0k", "--config", str(SPLIT_CONFIG),
-                        "--reset-from", str(l2_file), "--num_envs", "3", "--action-horizon", "8",
-                        "--report", str(tmp / "served.json"), *SMALL_CAMERAS)
+        proc = evaluate(
+            "--policy",
+            f"server:127.0.0.1:{port}",
+            "--api-token",
+            "t0k",
+            "--config",
+            str(SPLIT_CONFIG),
+            "--reset-from",
+            str(l2_file),
+            "--num_envs",
+            "3",
+            "--action-horizon",
+            "8",
+            "--report",
+            str(tmp / "served.json"),
+            *SMALL_CAMERAS,
+        )
         # one request per env (batch of 1), each after a reset naming its episode and step: GR00T's replay policy
-        one = evaluate("--policy", f"server:127.0.0.1:{port}", "--api-token", "t0k", "--config", str(SPLIT_CONFIG),
-                       "--reset-from", str(l2_file), "--episodes", "2", "--num_envs", "2", "--one-env-per-request",
-                       "--report", str(tmp / "one.json"), *SMALL_CAMERAS)
+        one = evaluate(
+            "--policy",
+            f"server:127.0.0.1:{port}",
+            "--api-token",
+            "t0k",
+            "--config",
+            str(SPLIT_CONFIG),
+            "--reset-from",
+            str(l2_file),
+            "--episodes",
+            "2",
+            "--num_envs",
+            "2",
+            "--one-env-per-request",
+            "--report",
+            str(tmp / "one.json"),
+            *SMALL_CAMERAS,
+        )
     finally:
         server.kill()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -230,12 +304,25 @@ def test_server_error_and_mismatched_actions_are_one_line(serve, state_config):
     def explode(batch):
         raise RuntimeError("CUDA out of memory")
 
-    line = _one_error_line(evaluate("--policy", f"server:127.0.0.1:{serve(explode)}", "--config", str(state_config),
-                                    "--episodes", "1", "--num_envs", "1"))
+    line = _one_error_line(
+        evaluate(
+            "--policy",
+            f"server:127.0.0.1:{serve(explode)}",
+            "--config",
+            str(state_config),
+            "--episodes",
+            "1",
+            "--num_envs",
+            "1",
+        )
+    )
     assert "'get_action' failed: RuntimeError: CUDA out of memory" in line
     wrong = serve(lambda b: _chunk(b, keys=("ee_pose", "grip"), widths=(7, 1)))
-    line = _one_error_line(evaluate("--policy", f"server:127.0.0.1:{wrong}", "--config", str(state_config),
-                                    "--episodes", "1", "--num_envs", "1"))
+    line = _one_error_line(
+        evaluate(
+            "--policy", f"server:127.0.0.1:{wrong}", "--config", str(state_config), "--episodes", "1", "--num_envs", "1"
+        )
+    )
     assert "answered action keys ['ee_pose', 'grip']" in line and "expects ee_pose (7), gripper (1)" in line
 
 
@@ -247,9 +334,19 @@ def test_non_finite_actions_end_their_episode_as_a_counted_failure(serve, state_
         chunk["ee_pose"][0, 0, 0] = np.nan  # env 0's first action
         return chunk
 
-    proc = evaluate("--policy", f"server:127.0.0.1:{serve(half_nan)}", "--config", str(state_config),
-                    "--episodes", "2", "--num_envs", "2", "--report", str(tmp_path / "r.json"),
-                    "env.episode_length_s=0.5")
+    proc = evaluate(
+        "--policy",
+        f"server:127.0.0.1:{serve(half_nan)}",
+        "--config",
+        str(state_config),
+        "--episodes",
+        "2",
+        "--num_envs",
+        "2",
+        "--report",
+        str(tmp_path / "r.json"),
+        "env.episode_length_s=0.5",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
     by_env = {e["env"]: e for e in report["per_episode"]}
@@ -273,9 +370,26 @@ def test_dataset_or_reset_file_of_another_task_is_refused(replay_data, tmp_path)
 
 def test_ctrl_c_reports_the_finished_episodes_and_leaves_a_valid_record(tmp_path):
     record = tmp_path / "policy_lift_cube.hdf5"
-    proc = subprocess.Popen([sys.executable, "-m", "l2.evaluate", "--episodes", "40", "--num_envs", "2",
-                             "--record", str(record), "--report", str(tmp_path / "r.json"), "presets=no_cameras"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "l2.evaluate",
+            "--episodes",
+            "40",
+            "--num_envs",
+            "2",
+            "--record",
+            str(record),
+            "--report",
+            str(tmp_path / "r.json"),
+            "presets=no_cameras",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     output: list[str] = []
     threading.Thread(target=lambda: output.append(proc.stderr.read()), daemon=True).start()
     deadline = time.monotonic() + 600

@@ -27,7 +27,7 @@ def zero_global_heap(path: Path) -> Path:
     data = bytearray(path.read_bytes())
     at = data.find(b"GCOL")
     assert at > 0, f"{path} has no global heap collection"
-    data[at + 16:at + 48] = bytes(32)
+    data[at + 16 : at + 48] = bytes(32)
     path.write_bytes(bytes(data))
     return path
 

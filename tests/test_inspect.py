@@ -27,8 +27,7 @@ CONFIG = REPO / "config" / "lift_cube.yaml"
 
 
 def run(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO, timeout=300)
 
 
 def blank(png: Path) -> bool:
@@ -42,8 +41,10 @@ def blank(png: Path) -> bool:
 @pytest.fixture(scope="module")
 def l2_files(tmp_path_factory) -> list[Path]:
     d = tmp_path_factory.mktemp("inspect_l2")
-    return [make_l2_file(d / "scripted_lift_cube.hdf5", 5, seed=1, failed=(3,), camera=True),
-            make_l2_file(d / "rl_lift_cube.hdf5", 3, seed=2, length=20, camera=True)]
+    return [
+        make_l2_file(d / "scripted_lift_cube.hdf5", 5, seed=1, failed=(3,), camera=True),
+        make_l2_file(d / "rl_lift_cube.hdf5", 3, seed=2, length=20, camera=True),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +72,10 @@ def test_l2_report_opens_in_chromium(l2_files, tmp_path):
     assert text.count("<img ") == 7
     assert "<td>scripted</td><td class='n'>5</td><td class='n'>4</td><td class='n'>1</td>" in text
     strip_titles = re.findall(r"<h3>([^<]*)</h3>", text)
-    assert [html.unescape(t).split(":")[0] for t in strip_titles] == ["scripted_lift_cube.hdf5 demo_0 (12 frames)",
-                                                                      "rl_lift_cube.hdf5 demo_0 (20 frames)"]
+    assert [html.unescape(t).split(":")[0] for t in strip_titles] == [
+        "scripted_lift_cube.hdf5 demo_0 (12 frames)",
+        "rl_lift_cube.hdf5 demo_0 (20 frames)",
+    ]
     assert all(", ".join(CAMERAS) in t for t in strip_titles)
     check_in_browser(out, 7)
 
@@ -81,8 +84,11 @@ def test_l2_traces_are_named_from_the_schema(l2_files):
     from l2.tools.inspect_demos import build
 
     b = build([str(f) for f in l2_files], traced=3, progress=False)
-    assert [e.label for e in b.trajectories] == ["scripted_lift_cube.hdf5 demo_0", "scripted_lift_cube.hdf5 demo_4",
-                                                  "rl_lift_cube.hdf5 demo_0"]
+    assert [e.label for e in b.trajectories] == [
+        "scripted_lift_cube.hdf5 demo_0",
+        "scripted_lift_cube.hdf5 demo_4",
+        "rl_lift_cube.hdf5 demo_0",
+    ]
     assert list(b.trajectories[0].action) == ["x", "y", "z", "qx", "qy", "qz", "qw", "gripper"]
     assert "obs/actions" not in b.trajectories[0].state and "actions[0]" not in b.trajectories[0].state
     assert {"joint_pos[8]", "object_position[0]", "target_object_position[6]"} <= set(b.trajectories[0].state)
@@ -110,11 +116,14 @@ def test_l3_report_opens_in_chromium(l3_dataset, tmp_path):
 def test_l3_report_without_isaaclab(l3_dataset, tmp_path):
     """l3.inspect_dataset imports nothing of Isaac Lab (L3 runs without the [sim] extra)."""
     out = tmp_path / "r.html"
-    code = ("import sys; from l3.inspect_dataset import main; rc = main([sys.argv[1], '-o', sys.argv[2], '--quiet']); "
-            "bad = [m for m in sys.modules if m.startswith(('isaaclab', 'isaacsim', 'torch', 'warp'))]; "
-            "assert not bad, bad; sys.exit(rc)")
-    r = subprocess.run([sys.executable, "-c", code, str(l3_dataset), str(out)], capture_output=True, text=True,
-                       cwd=REPO, timeout=300)
+    code = (
+        "import sys; from l3.inspect_dataset import main; rc = main([sys.argv[1], '-o', sys.argv[2], '--quiet']); "
+        "bad = [m for m in sys.modules if m.startswith(('isaaclab', 'isaacsim', 'torch', 'warp'))]; "
+        "assert not bad, bad; sys.exit(rc)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(l3_dataset), str(out)], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -125,9 +134,11 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
 
     with h5py.File(not_l2, "w") as f:
         f.create_group("episodes")
-    for module, arg, want in (("l2.tools.inspect_demos", str(not_l2), f"{not_l2}:/data: missing"),
-                              ("l2.tools.inspect_demos", str(tmp_path / "nope.hdf5"), "no such file"),
-                              ("l3.inspect_dataset", str(l2_files[0].parent), "meta/info.json: missing")):
+    for module, arg, want in (
+        ("l2.tools.inspect_demos", str(not_l2), f"{not_l2}:/data: missing"),
+        ("l2.tools.inspect_demos", str(tmp_path / "nope.hdf5"), "no such file"),
+        ("l3.inspect_dataset", str(l2_files[0].parent), "meta/info.json: missing"),
+    ):
         r = run(module, arg, "--output", str(out))
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
         assert not out.exists()
@@ -156,9 +167,11 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
 def test_browser_checks_can_fail(tmp_path):
     """The image probe counts an image that does not decode, and a white page is blank."""
     page = tmp_path / "p.html"
-    page.write_text("<!DOCTYPE html><html><body><p>x</p><img src='data:image/png;base64,AAAA'>"
-                    "<img src='data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7'>"
-                    "</body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><body><p>x</p><img src='data:image/png;base64,AAAA'>"
+        "<img src='data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7'>"
+        "</body></html>"
+    )
     assert images_loaded(page) == (2, 1)
     assert blank(screenshot(page, tmp_path / "p.png", (400, 300)))
 
@@ -185,5 +198,5 @@ def test_frame_strip_tiles_the_recorded_frames(l2_files):
     T, h, w, _ = table.shape
     assert strip.shape == (2 * h + GAP, 3 * w + 2 * GAP, 3)
     assert np.array_equal(strip[:h, :w], table[0]) and np.array_equal(strip[:h, -w:], table[T - 1])
-    assert np.array_equal(strip[h + GAP:, w + GAP:2 * w + GAP], wrist[round((T - 1) / 2)])
-    assert (strip[h:h + GAP] == 255).all()
+    assert np.array_equal(strip[h + GAP :, w + GAP : 2 * w + GAP], wrist[round((T - 1) / 2)])
+    assert (strip[h : h + GAP] == 255).all()

@@ -31,6 +31,7 @@ def _edit(fn):
     def apply(p: Path) -> None:
         with h5py.File(p, "a") as f:
             fn(f)
+
     return apply
 
 
@@ -66,12 +67,18 @@ CASES = {
     "corrupt": (_corrupt, "/", "truncated or corrupt"),
     "empty": (lambda p: p.write_bytes(b""), "/", "empty file"),
     "no_demos": (_edit(_no_demos), "/data", "no demo_<i> episodes"),
-    "missing_num_samples": (_edit(lambda f: f["data/demo_1"].attrs.__delitem__("num_samples")), "/data/demo_1",
-                            "missing attribute num_samples"),
+    "missing_num_samples": (
+        _edit(lambda f: f["data/demo_1"].attrs.__delitem__("num_samples")),
+        "/data/demo_1",
+        "missing attribute num_samples",
+    ),
     "obs_length": (_edit(_short_obs), "/data/demo_1/obs/joint_vel", "12 rows but num_samples is 13 (actions has 13)"),
     "nan": (_edit(_nan), "/data/demo_1/obs/joint_pos", "NaN at row 4, column 2"),
-    "missing_term": (_edit(lambda f: f["data/demo_0/obs"].__delitem__("object_position")),
-                     "/data/demo_0/obs/object_position", "missing mapped term"),
+    "missing_term": (
+        _edit(lambda f: f["data/demo_0/obs"].__delitem__("object_position")),
+        "/data/demo_0/obs/object_position",
+        "missing mapped term",
+    ),
     "camera_dtype": (_edit(_float_camera), f"/data/demo_0/{CAMERA}", "camera term must be (T, H, W, 3) uint8"),
     "episodes_layout": (_edit(_episodes_layout), "/episodes", "abandoned 'episodes/<i>' layout"),
 }
@@ -114,8 +121,10 @@ def test_missing_input_and_bad_config(tmp_path, capsys):
     bad_cfg.write_text("state: {joint_pos: {from: obs/joint_pos, slice: [0, 99]}}\naction: {a: actions}\n")
     assert main([str(good), "--config", str(bad_cfg), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {good}:/data/demo_0: does not fit the mapping: state.joint_pos: slice [0, 99] "
-                          "exceeds the 9 columns of obs/joint_pos"), err
+    assert err.startswith(
+        f"error: {good}:/data/demo_0: does not fit the mapping: state.joint_pos: slice [0, 99] "
+        "exceeds the 9 columns of obs/joint_pos"
+    ), err
     assert not (tmp_path / "o").exists()
 
 
@@ -150,8 +159,12 @@ def test_v30_without_lerobot_venv(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bash" in err and "setup_lerobot.sh v30" in err, err
     assert not out.parent.exists() and not (tmp_path / "empty_cache" / "venvs").exists()  # nothing built or written
-    cli = subprocess.run([sys.executable, str(CONVERT), str(good), "--codebase-version", "v3.0", "-o", str(out)],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(CONVERT.parents[1])})
+    cli = subprocess.run(
+        [sys.executable, str(CONVERT), str(good), "--codebase-version", "v3.0", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(CONVERT.parents[1])},
+    )
     assert (cli.returncode, cli.stderr) == (2, err), cli.stderr  # the same from the command line
 
     monkeypatch.setenv("L3_LEROBOT_PYTHON", "/nonexistent/python")

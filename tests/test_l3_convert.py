@@ -41,8 +41,9 @@ def cam_config() -> Path:
 @pytest.fixture(scope="module")
 def converted(mixed, cam_config, tmp_path_factory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("l3_out") / "ds"
-    files = [str(mixed / n) for n in ("scripted_lift_cube.hdf5", "rl_lift_cube.hdf5", "teleop_lift_cube.hdf5",
-                                      "other.hdf5")]
+    files = [
+        str(mixed / n) for n in ("scripted_lift_cube.hdf5", "rl_lift_cube.hdf5", "teleop_lift_cube.hdf5", "other.hdf5")
+    ]
     summary = convert(files, out, config=cam_config, log=lambda m: None)
     return out, summary
 
@@ -119,8 +120,16 @@ def test_video_frames_decode(converted):
 
 def test_include_failed_sources_max_and_override(mixed, cam_config, tmp_path):
     out = tmp_path / "ds"
-    convert([str(mixed / "*.hdf5")], out, config=cam_config, success_only=False, sources=["scripted", "teleop"],
-            max_episodes=13, source_overrides=["teleop=rl_*"], log=lambda m: None)
+    convert(
+        [str(mixed / "*.hdf5")],
+        out,
+        config=cam_config,
+        success_only=False,
+        sources=["scripted", "teleop"],
+        max_episodes=13,
+        source_overrides=["teleop=rl_*"],
+        log=lambda m: None,
+    )
     eps = _episodes(out)
     assert len(eps) == 13
     assert [e["source"] for e in eps] == ["teleop"] * 3 + ["scripted"] * 10  # rl_* re-tagged; glob order
@@ -133,15 +142,23 @@ def test_include_failed_sources_max_and_override(mixed, cam_config, tmp_path):
     assert validate(out) == []
 
 
-ONE_CPU = "import os, sys; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from l3.convert import main; " \
-          "sys.exit(main(sys.argv[1:]))"
+ONE_CPU = (
+    "import os, sys; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); from l3.convert import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
 """Runs the converter on one CPU: an encoder that sizes its threads to the machine writes other bytes there."""
 
 
 def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp_path):
     # camera-sized frames: x264 runs a single thread on tiny ones whatever it is told
-    files = [str(make_l2_file(tmp_path / "in" / f"scripted_{k}.hdf5", 2, seed=k, length=40, camera=True,
-                              frame_size=(224, 224))) for k in range(2)]
+    files = [
+        str(
+            make_l2_file(
+                tmp_path / "in" / f"scripted_{k}.hdf5", 2, seed=k, length=40, camera=True, frame_size=(224, 224)
+            )
+        )
+        for k in range(2)
+    ]
     runs = {"w1": [], "w2": ["--workers", "2"], "w1_again": [], "one_cpu": None}
     # Two processes burning both cores the whole time: x264's automatic frame threads gave different video
     # bytes from run to run on a loaded machine, and pick their number from the CPUs the process may use.
@@ -159,8 +176,10 @@ def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp
     finally:
         for p in burners:
             p.kill()
-    listing = {name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
-               for name in runs}
+    listing = {
+        name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
+        for name in runs
+    }
     assert all(files == listing["w1"] for files in listing.values())
     assert any(rel.suffix == ".mp4" for rel in listing["w1"])
     for rel in listing["w1"]:
@@ -207,12 +226,19 @@ def test_cli_entry_points(mixed, tmp_path, how):
     cmd = [sys.executable, "l3/convert.py"] if how == "script" else [sys.executable, "-m", "l3.convert"]
     out = tmp_path / "ds"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([*cmd, str(mixed / "rl_lift_cube.hdf5"), "--config", str(CONFIG), "-o", str(out)],
-                       cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [*cmd, str(mixed / "rl_lift_cube.hdf5"), "--config", str(CONFIG), "-o", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "rl " in r.stderr and "total" in r.stderr  # summary table
-    r = subprocess.run([sys.executable, "-m", "l3.validate", str(out)], cwd=REPO, capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "l3.validate", str(out)], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0 and r.stdout.startswith("ok")
 
 
@@ -229,8 +255,16 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
     outs = {}
     for w in (1, 2):
         out = tmp_path / f"w{w}"
-        s = convert([str(src)], out, config=cam_config, workers=w, skip_bad=True, success_only=False,
-                    max_episodes=max_episodes, log=lambda m: None)
+        s = convert(
+            [str(src)],
+            out,
+            config=cam_config,
+            workers=w,
+            skip_bad=True,
+            success_only=False,
+            max_episodes=max_episodes,
+            log=lambda m: None,
+        )
         assert validate(out) == []
         assert len(s.skipped) == 1 and "/data/demo_1/obs/joint_vel" in s.skipped[0]
         outs[w] = out
@@ -252,10 +286,13 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
         assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
 
 
-@pytest.mark.parametrize("bad_demo, tasks_left, validity", [
-    ("demo_0", ["valid"], 1),      # the only failed episode is bad: "invalid" is not listed
-    ("demo_1", ["invalid"], 1),    # the only successful one is bad: "invalid" moves from 2 to 1
-])
+@pytest.mark.parametrize(
+    "bad_demo, tasks_left, validity",
+    [
+        ("demo_0", ["valid"], 1),  # the only failed episode is bad: "invalid" is not listed
+        ("demo_1", ["invalid"], 1),  # the only successful one is bad: "invalid" moves from 2 to 1
+    ],
+)
 def test_skip_bad_retasks(tmp_path, bad_demo, tasks_left, validity):
     failed = (0,) if bad_demo == "demo_0" else (0, 2, 3)
     src = make_l2_file(tmp_path / "scripted_a.hdf5", 4, seed=8, failed=failed, camera=True)
@@ -339,8 +376,9 @@ def test_inputs_at_different_rates_are_refused_unless_the_config_sets_fps(tmp_pa
     doc = cfg.read_text() + "fps: 50\n"
     cfg.write_text(doc)
     summary = convert([str(a), str(b)], tmp_path / "ds", config=cfg, log=lambda m: None)
-    assert summary.notices == [f"notice: {b}: recorded at 20 Hz, written at fps 50 from the config "
-                               "(frames relabelled, not resampled)"]
+    assert summary.notices == [
+        f"notice: {b}: recorded at 20 Hz, written at fps 50 from the config (frames relabelled, not resampled)"
+    ]
     # a file that does not say: the default, with a notice
     c = _rate_file(tmp_path / "rl_c.hdf5", dt=None)
     summary = convert([str(c)], tmp_path / "ds2", config=_state_config(tmp_path / "ds"), log=lambda m: None)
@@ -353,9 +391,11 @@ def test_when_filters_leave_nothing_the_message_says_what_was_dropped_and_how_to
     assert main([str(a), "-o", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: no episodes to convert: read 3 episode(s) in 1 file(s); 3 dropped as failed "
-        "(--include-failed keeps them)")
+        "(--include-failed keeps them)"
+    )
     assert main([str(a), str(b), "--sources", "scripted", "-o", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: no episodes to convert: read 3 episode(s) in 1 file(s); 3 dropped as failed "
-        "(--include-failed keeps them); left out by --sources: teleop (2 episode(s))")
+        "(--include-failed keeps them); left out by --sources: teleop (2 episode(s))"
+    )
     assert not (tmp_path / "o").exists()

@@ -35,9 +35,11 @@ CONVERT = [sys.executable, str(REPO / "l3/convert.py")]
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[str]:
     d = tmp_path_factory.mktemp("lr_in")
-    return [str(make_l2_file(d / "scripted_lift_cube.hdf5", 3, seed=1, failed=(1,), camera=True)),
-            str(make_l2_file(d / "rl_lift_cube.hdf5", 2, seed=2, camera=True)),
-            str(make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=3, camera=True, legacy=True))]
+    return [
+        str(make_l2_file(d / "scripted_lift_cube.hdf5", 3, seed=1, failed=(1,), camera=True)),
+        str(make_l2_file(d / "rl_lift_cube.hdf5", 2, seed=2, camera=True)),
+        str(make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=3, camera=True, legacy=True)),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +54,24 @@ def dataset_v30(inputs, tmp_path_factory) -> Path:
     """The same inputs through the CLI with --codebase-version v3.0 (LeRobot's venv found by the tool itself)."""
     lerobot_python("v30")  # build it once if missing (the converter never builds it)
     out = tmp_path_factory.mktemp("lr30") / "ds30"
-    r = subprocess.run([*CONVERT, *inputs, "--config", str(REPO / "config/lift_cube.yaml"), "--include-failed",
-                        "--codebase-version", "v3.0", "--output", str(out), "-q"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+    r = subprocess.run(
+        [
+            *CONVERT,
+            *inputs,
+            "--config",
+            str(REPO / "config/lift_cube.yaml"),
+            "--include-failed",
+            "--codebase-version",
+            "v3.0",
+            "--output",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "LeRobot v3.0, 6 episodes" in r.stdout
     assert sorted(p.name for p in out.parent.iterdir()) == ["ds30"]  # no staging folder left
@@ -91,8 +108,9 @@ def test_v30_loads_in_lerobot_06(dataset, dataset_v30, tmp_path):
     assert [e["success"] for e in got["episodes"]] == [True, False, True, True, True, True]
     # and LeRobot selects episodes by them
     per_source = {s: sum(e["length"] for e in want if e["source"] == s) for s in ("rl", "scripted", "teleop")}
-    assert got["by_source"] == {s: {"episodes": sum(e["source"] == s for e in want), "frames": n, "sources": [s]}
-                                for s, n in per_source.items()}
+    assert got["by_source"] == {
+        s: {"episodes": sum(e["source"] == s for e in want), "frames": n, "sources": [s]} for s, n in per_source.items()
+    }
 
     # every frame: the v2.1 parquet rows, task text, and the decoded video frames of the v2.1 MP4s
     arrays = np.load(npz)
@@ -104,8 +122,9 @@ def test_v30_loads_in_lerobot_06(dataset, dataset_v30, tmp_path):
     assert list(arrays["task"]) == [tasks[k] for k in table["task_index"].to_pylist()]
     for cam in CAMERAS:
         key = layout.video_key(cam)
-        frames = np.concatenate([np.stack(list(decode(dataset / layout.video_path(e["episode_index"], key))))
-                                 for e in want])
+        frames = np.concatenate(
+            [np.stack(list(decode(dataset / layout.video_path(e["episode_index"], key)))) for e in want]
+        )
         lerobot = np.round(arrays[key].transpose(0, 2, 3, 1) * 255)
         assert lerobot.shape == frames.shape
         assert np.abs(lerobot - frames).max() <= 2, cam  # same stream, another FFmpeg's RGB conversion
@@ -121,8 +140,12 @@ def test_v30_loads_in_lerobot_06(dataset, dataset_v30, tmp_path):
 def test_v30_check_catches_a_changed_source(dataset, dataset_v30, tmp_path):
     """l3.v30.check, run on every conversion, finds a source tag that differs from the v2.1 episodes."""
     fields = tmp_path / "fields.jsonl"
-    fields.write_text("".join(json.dumps({k: v for k, v in e.items() if k not in v30.LEROBOT_EPISODE_KEYS}) + "\n"
-                              for e in _jsonl(dataset / layout.EPISODES_PATH)))
+    fields.write_text(
+        "".join(
+            json.dumps({k: v for k, v in e.items() if k not in v30.LEROBOT_EPISODE_KEYS}) + "\n"
+            for e in _jsonl(dataset / layout.EPISODES_PATH)
+        )
+    )
     assert v30.check(dataset_v30, dataset, fields) == []
     bad = tmp_path / "bad"
     shutil.copytree(dataset_v30, bad)
@@ -132,15 +155,21 @@ def test_v30_check_catches_a_changed_source(dataset, dataset_v30, tmp_path):
     sources[5] = "scripted"
     pq.write_table(t.set_column(t.schema.get_field_index("source"), "source", pa.array(sources)), path)
     assert v30.check(bad, dataset, fields) == [
-        f"{v30.EPISODES_V30}: episode 5 source 'scripted', episodes.jsonl has 'teleop'"]
+        f"{v30.EPISODES_V30}: episode 5 source 'scripted', episodes.jsonl has 'teleop'"
+    ]
 
 
 def test_v30_converter_failure_leaves_nothing(inputs, tmp_path):
     """A python whose lerobot has no v3.0 converter (lerobot 0.3.3): exit 1 with LeRobot's reason, nothing left."""
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO), v30.PYTHON_ENV: lerobot_python("v21")}
-    r = subprocess.run([*CONVERT, *inputs, "--codebase-version", "v3.0", "-o", str(out), "-q"],
-                       capture_output=True, text=True, env=env, timeout=900)
+    r = subprocess.run(
+        [*CONVERT, *inputs, "--codebase-version", "v3.0", "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "\nerror: LeRobot's v2.1 -> v3.0 converter" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "lerobot 0.3.3" in r.stderr and "has no v2.1 -> v3.0 converter" in r.stderr

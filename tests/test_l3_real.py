@@ -42,7 +42,7 @@ QUIET = dict(log=lambda m: None)
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def decode_video(path: Path) -> np.ndarray:
@@ -75,8 +75,9 @@ def check_video(root: Path, i: int, cam: str, source_frames: list[np.ndarray]) -
 def export(tmp_path_factory) -> list[Path]:
     """Two chunks, continuous numbering: chunk_001 = episode_001, episode_002; chunk_002 = episode_003."""
     d = tmp_path_factory.mktemp("platform")
-    return (make_platform_export(d, [[14, 15]], scores=[0.9, 0.2])
-            + [make_platform_chunk(d / "chunk_002.hdf5", 3, [16], seed=2, scores=[0.6])])
+    return make_platform_export(d, [[14, 15]], scores=[0.9, 0.2]) + [
+        make_platform_chunk(d / "chunk_002.hdf5", 3, [16], seed=2, scores=[0.6])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,10 @@ def test_platform_export_every_episode_bit_exact(export, converted):
     assert validate(root) == []
     eps = episodes(root)
     assert [(e["chunk"], e["episode"]) for e in eps] == [
-        ("chunk_001.hdf5", "episode_001"), ("chunk_001.hdf5", "episode_002"), ("chunk_002.hdf5", "episode_003")]
+        ("chunk_001.hdf5", "episode_001"),
+        ("chunk_001.hdf5", "episode_002"),
+        ("chunk_002.hdf5", "episode_003"),
+    ]
     assert {e["source"] for e in eps} == {"platform"} and all(e["format"] == "platform" for e in eps)
     assert [e["score"] for e in eps] == [0.9, 0.2, 0.6]
     info = json.loads((root / layout.INFO_PATH).read_text())
@@ -125,9 +129,10 @@ def test_platform_tar_gz_and_encoding_variants(tmp_path):
     """bytes attrs, fixed-size np.void JPEG rows, float64, AgiBot /meta, unpadded episode names; read from tar.gz."""
     d = tmp_path / "raw"
     kw = dict(attrs_bytes=True, rows="void", dtype=np.float64, meta="agibot", cameras=PLATFORM_CAMERAS[:2])
-    files = [make_platform_chunk(d / "chunk_1.hdf5", 9, [12, 13], seed=5, episode_names=["episode_10", "episode_9"],
-                                 **kw),
-             make_platform_chunk(d / "chunk_2.hdf5", 11, [14], seed=6, **kw)]
+    files = [
+        make_platform_chunk(d / "chunk_1.hdf5", 9, [12, 13], seed=5, episode_names=["episode_10", "episode_9"], **kw),
+        make_platform_chunk(d / "chunk_2.hdf5", 11, [14], seed=6, **kw),
+    ]
     archive = make_tar_gz(tmp_path / "export.tar.gz", files)  # members stored chunk_2 first
     with tarfile.open(archive) as tf:
         assert tf.getnames()[0].endswith("chunk_2.hdf5")
@@ -138,7 +143,10 @@ def test_platform_tar_gz_and_encoding_variants(tmp_path):
     assert validate(out) == []
     eps = episodes(out)
     assert [(e["chunk"], e["episode"]) for e in eps] == [
-        ("chunk_1.hdf5", "episode_9"), ("chunk_1.hdf5", "episode_10"), ("chunk_2.hdf5", "episode_011")]
+        ("chunk_1.hdf5", "episode_9"),
+        ("chunk_1.hdf5", "episode_10"),
+        ("chunk_2.hdf5", "episode_011"),
+    ]
     assert {e["source"] for e in eps} == {"agibot_g1"} and set(summary.per_source) == {"agibot_g1"}
     assert json.loads(eps[0]["camera_calibration"]["cam_high"]["intrinsic"])["fx"] == 300.0
     for i, e in enumerate(eps):
@@ -296,8 +304,12 @@ def _unknown_layout(p: Path) -> str:
     return "/: unknown layout"
 
 
-BAD = {"bad_jpeg": _bad_jpeg, "short_camera": _short_camera, "unsafe_camera": _unsafe_camera,
-       "unknown_layout": _unknown_layout}
+BAD = {
+    "bad_jpeg": _bad_jpeg,
+    "short_camera": _short_camera,
+    "unsafe_camera": _unsafe_camera,
+    "unknown_layout": _unknown_layout,
+}
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -316,8 +328,9 @@ def test_bad_platform_input(case, tmp_path, capsys):
 def test_unsafe_camera_key_in_config(tmp_path, capsys):
     good = make_platform_chunk(tmp_path / "chunk_001.hdf5", 1, [5], seed=3, cameras=("cam_high",))
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("fps: 30\nstate: {s: observation.state}\naction: {a: action}\n"
-                   "cameras: {'../x': observation.images.cam_high}\n")
+    cfg.write_text(
+        "fps: 30\nstate: {s: observation.state}\naction: {a: action}\ncameras: {'../x': observation.images.cam_high}\n"
+    )
     assert main([str(good), "-c", str(cfg), "-o", str(tmp_path / "o")]) == 2
     assert "invalid camera key '../x'" in capsys.readouterr().err
 

@@ -28,14 +28,20 @@ REPO = Path(__file__).resolve().parent.parent
 def _platform(d: Path) -> Path:
     files = make_platform_export(d / "chunks", [[10, 11], [12]], attrs_bytes=True, rows="void", meta="agibot")
     out = d / "platform_ds"
-    convert([str(make_tar_gz(d / "export.tar.gz", files))], out, config=REPO / "config/platform_export.yaml",
-            log=lambda m: None)
+    convert(
+        [str(make_tar_gz(d / "export.tar.gz", files))],
+        out,
+        config=REPO / "config/platform_export.yaml",
+        log=lambda m: None,
+    )
     return out
 
 
 def _aloha(d: Path) -> Path:
-    files = [make_aloha_file(d / "aloha/episode_0.hdf5", 10, seed=1),
-             make_aloha_file(d / "aloha/episode_1.hdf5", 11, seed=2, compress=True)]
+    files = [
+        make_aloha_file(d / "aloha/episode_0.hdf5", 10, seed=1),
+        make_aloha_file(d / "aloha/episode_1.hdf5", 11, seed=2, compress=True),
+    ]
     out = d / "aloha_ds"
     convert([str(f) for f in files], out, config=REPO / "config/aloha_bimanual.yaml", log=lambda m: None)
     return out

@@ -27,8 +27,10 @@ SPLIT = REPO / "config" / "lift_cube_split_pose.yaml"
 @pytest.fixture(scope="module")
 def split(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("split")
-    files = [make_l2_file(d / "scripted_lift_cube.hdf5", 2, seed=5, camera=True),
-             make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=6, camera=True, legacy=True)]  # stored WXYZ
+    files = [
+        make_l2_file(d / "scripted_lift_cube.hdf5", 2, seed=5, camera=True),
+        make_l2_file(d / "teleop_lift_cube.hdf5", 1, seed=6, camera=True, legacy=True),
+    ]  # stored WXYZ
     out = d / "ds"
     convert([str(f) for f in files], out, config=SPLIT, log=lambda m: None)
     return out
@@ -62,9 +64,18 @@ def test_split_pose_quaternion_gives_the_recorded_rotation_in_gr00t_order(split)
 
 
 def test_rotation_type_only_on_a_key_of_its_width_and_in_gr00t_order(tmp_path):
-    doc = {"state": {"q": {"from": "obs/joint_pos"}},
-           "action": {"ee_pose": {"from": "actions", "slice": [0, 7], "rotation_type": "quaternion",
-                                  "quaternion": [3, 7], "quaternion_order": "wxyz"}}}
+    doc = {
+        "state": {"q": {"from": "obs/joint_pos"}},
+        "action": {
+            "ee_pose": {
+                "from": "actions",
+                "slice": [0, 7],
+                "rotation_type": "quaternion",
+                "quaternion": [3, 7],
+                "quaternion_order": "wxyz",
+            }
+        },
+    }
     with pytest.raises(ConfigError, match="quaternion means a 4-column key"):
         mapping_from_dict(doc)
     doc["action"] = {"rot": {"from": "actions", "slice": [3, 7], "rotation_type": "quaternion"}}

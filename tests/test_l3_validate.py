@@ -113,8 +113,14 @@ def test_mapping_round_trip_and_errors(tmp_path):
     p.write_text(dump_mapping(m, "header"))
     assert load_mapping(p) == m
     ee = m.action[0]
-    assert (ee.key, ee.start, ee.end, ee.rotation_type, ee.absolute, ee.quaternion) == \
-        ("ee_pose", 0, 7, None, True, (3, 7))
+    assert (ee.key, ee.start, ee.end, ee.rotation_type, ee.absolute, ee.quaternion) == (
+        "ee_pose",
+        0,
+        7,
+        None,
+        True,
+        (3, 7),
+    )
     with pytest.raises(ConfigError, match="rotation_type"):
         mapping_from_dict({"state": {"a": "obs/a"}, "action": {"b": {"from": "actions", "rotation_type": "euler"}}})
     with pytest.raises(ConfigError, match="unknown key"):
@@ -153,8 +159,14 @@ def test_streaming_histogram_quantiles(kind):
         elif kind == "drift_down":
             p = np.cumsum(rng.normal(size=(n, 3)), 0) - 5 * i
         else:
-            p = np.concatenate([np.full((n, 1), 3.0), np.full((n, 1), float(i > 20)),
-                                rng.exponential(size=(n, 1)) * 10.0 ** (i % 5 - 2)], 1)
+            p = np.concatenate(
+                [
+                    np.full((n, 1), 3.0),
+                    np.full((n, 1), float(i > 20)),
+                    rng.exponential(size=(n, 1)) * 10.0 ** (i % 5 - 2),
+                ],
+                1,
+            )
         parts.append(p.astype(np.float32))
     for flush_rows, known in ((1, False), (500, False), (1 << 16, False), (500, True)):
         h = stats.StreamingHistogram(flush_rows=flush_rows)

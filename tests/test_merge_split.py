@@ -32,8 +32,15 @@ REPO = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "l2_robomimic_probe.py"
 
 
-def l2_file(path: Path, n: int, *, seed: int, camera: bool = True,
-            env_name: str = "L2-Lift-Cube-Franka-IK-Abs-Scripted", sim_args: dict | None = None) -> Path:
+def l2_file(
+    path: Path,
+    n: int,
+    *,
+    seed: int,
+    camera: bool = True,
+    env_name: str = "L2-Lift-Cube-Franka-IK-Abs-Scripted",
+    sim_args: dict | None = None,
+) -> Path:
     """An L2 file of ``n`` demos stored like the recorder's (gzip 2, one chunk per frame), with initial_state."""
     rng = np.random.default_rng(seed)
     demos = [make_demo(rng, 8 + i, camera=camera, seed=seed, success=i % 3 != 2) for i in range(n)]
@@ -58,8 +65,13 @@ def datasets(group: h5py.Group) -> dict[str, h5py.Dataset]:
 
 
 def run_merge(*args: str) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, "-m", "l2.tools.merge", *args], capture_output=True, text=True, cwd=REPO,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "l2.tools.merge", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     return r.returncode, r.stdout + r.stderr
 
 
@@ -92,7 +104,11 @@ def test_merge_renumbers_sums_total_and_copies_everything_exactly(tmp_path):
             for path, d in want_sets.items():
                 g = got_sets[path]
                 assert (g.chunks, g.compression, g.compression_opts, g.dtype) == (
-                    d.chunks, d.compression, d.compression_opts, d.dtype), path
+                    d.chunks,
+                    d.compression,
+                    d.compression_opts,
+                    d.dtype,
+                ), path
                 np.testing.assert_array_equal(g[()], d[()], err_msg=path)
             total += int(want.attrs["num_samples"])
         assert data.attrs["total"] == total == report.samples
@@ -211,8 +227,9 @@ def test_l3_converts_only_a_filter_key(tmp_path):
     a = l2_file(tmp_path / "scripted_a.hdf5", 6, seed=1, camera=False)
     train, _ = split.split(a, valid=0.5, seed=0)
     cfg = state_only_config(tmp_path, REPO / "config/lift_cube.yaml")
-    summary = convert([str(a)], tmp_path / "out", config=cfg, success_only=False, filter_key="train",
-                      log=lambda m: None)
+    summary = convert(
+        [str(a)], tmp_path / "out", config=cfg, success_only=False, filter_key="train", log=lambda m: None
+    )
     assert summary.episodes == len(train) == 3
     lengths = [json.loads(line)["length"] for line in (tmp_path / "out/meta/episodes.jsonl").read_text().splitlines()]
     assert lengths == [8 + schema.demo_index(d) for d in train]
@@ -283,7 +300,13 @@ def test_real_recordings_merge_split_and_load_in_robomimic(scripted_run, tmp_pat
 
 def _probe(path: Path, tmp: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": ""}
-    r = subprocess.run([robomimic_python(), str(PROBE), str(path), "train"], capture_output=True, text=True,
-                       env=env, timeout=900, cwd=tmp)
+    r = subprocess.run(
+        [robomimic_python(), str(PROBE), str(path), "train"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp,
+    )
     assert r.returncode == 0, f"robomimic probe failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])

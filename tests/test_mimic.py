@@ -23,8 +23,9 @@ TASK = "L2-Lift-Cube-Franka-IK-Abs-Mimic"
 
 def run_mimic(*args: str) -> subprocess.CompletedProcess:
     """``python -m l2.mimic`` in its own process (one simulator per process)."""
-    return subprocess.run([sys.executable, "-m", "l2.mimic", *args], capture_output=True, text=True, timeout=900,
-                          cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "l2.mimic", *args], capture_output=True, text=True, timeout=900, cwd=REPO
+    )
 
 
 def test_mimic_task_resolves_to_the_mimic_env_and_cfg():
@@ -70,8 +71,19 @@ def test_mimic_generates_valid_convertible_demos_from_one_scripted_demo(tmp_path
     made = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(src), "presets=no_cameras")
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
     out, annotated = tmp_path / "mimic_lift_cube.hdf5", tmp_path / "annotated.hdf5"
-    r = run_mimic("--input", str(src), "--num_demos", "3", "--num_envs", "2", "--output", str(out),
-                  "--annotated", str(annotated), "presets=no_cameras")
+    r = run_mimic(
+        "--input",
+        str(src),
+        "--num_demos",
+        "3",
+        "--num_envs",
+        "2",
+        "--output",
+        str(out),
+        "--annotated",
+        str(annotated),
+        "presets=no_cameras",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "demos written    3" in r.stdout
 

@@ -26,16 +26,19 @@ SPLIT_CONFIG = REPO / "config" / "lift_cube_split_pose.yaml"
 
 
 # ------------------------------------------------------------------------------------------ messages
-@pytest.mark.parametrize("array", [
-    np.arange(12, dtype=np.float32).reshape(3, 4),
-    np.linspace(-1, 1, 7, dtype=np.float64),
-    np.random.default_rng(0).integers(0, 255, (2, 1, 5, 4, 3), dtype=np.uint8),
-    np.array([[True, False]]),
-    np.arange(6, dtype=np.int64).reshape(2, 3).T,  # not C-contiguous
-    np.zeros((0, 7), np.float32),
-    np.zeros((4, 0, 2), np.uint8),
-    np.array(3.5, np.float32),  # 0-d
-])
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(12, dtype=np.float32).reshape(3, 4),
+        np.linspace(-1, 1, 7, dtype=np.float64),
+        np.random.default_rng(0).integers(0, 255, (2, 1, 5, 4, 3), dtype=np.uint8),
+        np.array([[True, False]]),
+        np.arange(6, dtype=np.int64).reshape(2, 3).T,  # not C-contiguous
+        np.zeros((0, 7), np.float32),
+        np.zeros((4, 0, 2), np.uint8),
+        np.array(3.5, np.float32),  # 0-d
+    ],
+)
 def test_ndarray_round_trip_keeps_dtype_shape_and_values(array):
     message = protocol.pack({"nested": {"a": [array, {"b": array}]}})
     back = protocol.unpack(message)
@@ -183,8 +186,11 @@ def test_action_keys_and_widths_that_do_not_match_are_refused():
     adapter = ModalityAdapter(load_mapping(CONFIG), where="config/lift_cube.yaml")
     good = {"ee_pose": np.zeros((2, 4, 7), np.float32), "gripper": np.zeros((2, 4, 1), np.float32)}
     assert adapter.env_actions(good, {"actions": 8}, 2)["actions"].shape == (2, 4, 8)
-    with pytest.raises(ModalityError, match=r"answered action keys \['ee_pose'\], config/lift_cube.yaml expects "
-                                            r"ee_pose \(7\), gripper \(1\)"):
+    with pytest.raises(
+        ModalityError,
+        match=r"answered action keys \['ee_pose'\], config/lift_cube.yaml expects "
+        r"ee_pose \(7\), gripper \(1\)",
+    ):
         adapter.env_actions({"ee_pose": good["ee_pose"]}, {"actions": 8}, 2)
     with pytest.raises(ModalityError, match=r"action.ee_pose of shape \(2, 4, 6\), expected \(2, H, 7\)"):
         adapter.env_actions({**good, "ee_pose": np.zeros((2, 4, 6), np.float32)}, {"actions": 8}, 2)
@@ -193,8 +199,7 @@ def test_action_keys_and_widths_that_do_not_match_are_refused():
 
 
 def test_a_mapping_that_leaves_an_action_column_out_is_refused():
-    doc = {"state": {"joint_pos": "obs/joint_pos"},
-           "action": {"ee_pose": {"from": "actions", "slice": [0, 7]}}}
+    doc = {"state": {"joint_pos": "obs/joint_pos"}, "action": {"ee_pose": {"from": "actions", "slice": [0, 7]}}}
     with pytest.raises(ModalityError, match=r"column 7 of the env's actions \(8 values\) is not mapped"):
         ModalityAdapter(mapping_from_dict(doc)).check_action_layout({"actions": 8})
     doc["action"]["gripper"] = {"from": "actions", "slice": [6, 8]}
@@ -255,8 +260,11 @@ def test_replay_without_steps_advances_like_gr00ts(datasets):
 
 def test_replay_refuses_a_dataset_of_another_mapping(datasets):
     _, roots, _ = datasets
-    with pytest.raises(DatasetError, match=r"modality.json: action keys \['ee_position', 'ee_rotation', 'gripper'\] "
-                                           r"differ from cfg's \['ee_pose', 'gripper'\]"):
+    with pytest.raises(
+        DatasetError,
+        match=r"modality.json: action keys \['ee_position', 'ee_rotation', 'gripper'\] "
+        r"differ from cfg's \['ee_pose', 'gripper'\]",
+    ):
         DatasetReplayPolicy(roots["lift_cube_split_pose"], load_mapping(CONFIG), where="cfg")
     with pytest.raises(DatasetError, match="no episode 7"):
         DatasetReplayPolicy(roots["lift_cube"], load_mapping(CONFIG)).reset({"episode_index": 7})
@@ -265,8 +273,23 @@ def test_replay_refuses_a_dataset_of_another_mapping(datasets):
 def test_serve_cli_answers_over_a_socket_and_refuses_bad_datasets(datasets, tmp_path):
     _, roots, actions = datasets
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube"]), "--port", str(port),
-                             "--host", "127.0.0.1", "--quiet"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "l2.serve",
+            "replay",
+            str(roots["lift_cube"]),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--quiet",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "serving replay policy" in proc.stdout.readline()
         client = protocol.PolicyClient("127.0.0.1", port, timeout_s=30)
@@ -277,12 +300,22 @@ def test_serve_cli_answers_over_a_socket_and_refuses_bad_datasets(datasets, tmp_
         assert proc.wait(30) == 0
     finally:
         proc.kill()
-    bad = subprocess.run([sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube_split_pose"]), "--port",
-                          str(port)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "l2.serve", "replay", str(roots["lift_cube_split_pose"]), "--port", str(port)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: ") and "modality.json: action keys" in bad.stderr
-    missing = subprocess.run([sys.executable, "-m", "l2.serve", "replay", str(tmp_path / "nope")], cwd=REPO,
-                             capture_output=True, text=True, timeout=120)
+    missing = subprocess.run(
+        [sys.executable, "-m", "l2.serve", "replay", str(tmp_path / "nope")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
 
 

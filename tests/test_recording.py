@@ -82,8 +82,14 @@ def _frames(T: int, envs: int, seed: int) -> np.ndarray:
     return np.stack([(base + (xx + yy + 3 * t)[None, ..., None]) % 256 for t in range(T)]).astype(np.uint8)
 
 
-def _camera_episode(spool: FrameSpool, camera: str, frames: np.ndarray, env_id: int = 0, samples: int | None = None,
-                    success: bool = True) -> EpisodeData:
+def _camera_episode(
+    spool: FrameSpool,
+    camera: str,
+    frames: np.ndarray,
+    env_id: int = 0,
+    samples: int | None = None,
+    success: bool = True,
+) -> EpisodeData:
     """An episode whose camera frames went through the spool step by step, for all envs, and were handed over
     for env ``env_id`` (as the recorder term does when an episode ends); ``samples`` rows of the other terms
     (default: one per frame). What was handed over before is released first: write that episode before."""

@@ -21,8 +21,9 @@ LINE = re.compile(r"(demo_\d+)\s+(success at step (\d+)/(\d+)|NO success).*?cube
 
 
 def _replay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "l2.replay", *args], capture_output=True, text=True, timeout=900,
-                          cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "l2.replay", *args], capture_output=True, text=True, timeout=900, cwd=REPO
+    )
 
 
 def _outcomes(stdout: str) -> dict[str, tuple[bool, float]]:
@@ -71,16 +72,26 @@ def test_perturbed_actions_are_reported_as_failures_and_exit_1(scripted_run, tmp
 def test_files_that_cannot_be_replayed_are_refused_in_one_line(tmp_path):
     other = make_l2_file(tmp_path / "other_task.hdf5", n=1)  # env_name Isaac-Lift-Cube-Franka-IK-Abs-v0
     legacy = make_l2_file(tmp_path / "legacy.hdf5", n=1, legacy=True)
-    no_state = write_l2(tmp_path / "no_state.hdf5", [make_demo(np.random.default_rng(0), 5)],
-                        env_name="L2-Lift-Cube-Franka-IK-Abs-Scripted")
+    no_state = write_l2(
+        tmp_path / "no_state.hdf5",
+        [make_demo(np.random.default_rng(0), 5)],
+        env_name="L2-Lift-Cube-Franka-IK-Abs-Scripted",
+    )
     missing = tmp_path / "missing.hdf5"
     cases = [
-        ((other,), f"{other}:/data: env_args env_name 'Isaac-Lift-Cube-Franka-IK-Abs-v0' is not a lift-cube task "
-                   "of this package: cannot rebuild its env"),
-        ((legacy,), f"{legacy}:/: legacy WXYZ quaternions (no format_version); expected format_version=1 (XYZW, "
-                    "scalar last)"),  # the validator's verdict
-        ((no_state,), f"{no_state}:/data/demo_0/initial_state: missing, the demo cannot be put back in its initial "
-                      "state"),
+        (
+            (other,),
+            f"{other}:/data: env_args env_name 'Isaac-Lift-Cube-Franka-IK-Abs-v0' is not a lift-cube task "
+            "of this package: cannot rebuild its env",
+        ),
+        (
+            (legacy,),
+            f"{legacy}:/: legacy WXYZ quaternions (no format_version); expected format_version=1 (XYZW, scalar last)",
+        ),  # the validator's verdict
+        (
+            (no_state,),
+            f"{no_state}:/data/demo_0/initial_state: missing, the demo cannot be put back in its initial state",
+        ),
         ((no_state, "--episodes", "0,9"), f"{no_state}:/data/demo_9: no such demo (the file has 1)"),
         ((missing,), f"{missing}:/: no such file"),
     ]

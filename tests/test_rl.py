@@ -61,8 +61,19 @@ def checkpoint(warm_start, tmp_path_factory) -> Path:
     """PPO smoke run from the warm start: one critic warm-up iteration (actor frozen), one PPO iteration."""
     logs = tmp_path_factory.mktemp("rl_logs")
     proc = _python(
-        "l2/rl/train.py", "--num_envs", "2", "--max_iterations", "2", "--init", str(warm_start[0]),
-        "--critic_warmup", "1", "--log_root", str(logs), "--run_name", "smoke",
+        "l2/rl/train.py",
+        "--num_envs",
+        "2",
+        "--max_iterations",
+        "2",
+        "--init",
+        str(warm_start[0]),
+        "--critic_warmup",
+        "1",
+        "--log_root",
+        str(logs),
+        "--run_name",
+        "smoke",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (logs / "smoke" / "params" / "agent.yaml").exists() and (logs / "smoke" / "params" / "train.yaml").exists()
@@ -102,8 +113,10 @@ def test_scripted_expert_lifts_in_joint_space_and_warm_starts_the_actor(warm_sta
 
 
 def test_ppo_from_the_warm_start_first_fits_the_critic_with_the_actor_frozen(warm_start, checkpoint):
-    start, after_warmup, after_ppo = _weights(warm_start[0]), _weights(checkpoint / "model_0.pt"), _weights(
-        checkpoint / "model_1.pt"
+    start, after_warmup, after_ppo = (
+        _weights(warm_start[0]),
+        _weights(checkpoint / "model_0.pt"),
+        _weights(checkpoint / "model_1.pt"),
     )
     assert all(torch.equal(start[k], after_warmup[k]) for k in start)
     assert not all(torch.equal(start[k], after_ppo[k]) for k in start)
@@ -158,8 +171,9 @@ def test_a_checkpoint_of_another_layout_is_refused_in_one_line(tmp_path):
     bad = tmp_path / "model_39.pt"
     torch.save(state, bad)
     out = tmp_path / "rl.hdf5"
-    proc = _python("l2/rl/rollout.py", "--checkpoint", str(bad), "--num_envs", "1", "--output", str(out),
-                   "presets=no_cameras")
+    proc = _python(
+        "l2/rl/rollout.py", "--checkpoint", str(bad), "--num_envs", "1", "--output", str(out), "presets=no_cameras"
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == (

@@ -29,9 +29,18 @@ REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "l2" / "teleop" / "run.py"
 EXAMPLE = REPO / "config" / "teleop" / "lift_cube_trace.json"
 HOME = (0.45, 0.0, 0.35, 1.0, 0.0, 0.0, 0.0)  # TeleopLiftCubeEnvCfg.ee_home
-SCRIPTED_OBS = {"joint_pos": (9,), "joint_vel": (9,), "object_position": (3,), "target_object_position": (7,),
-                "actions": (8,), "object_orientation": (4,),
-                "ee_position": (3,), "ee_orientation": (4,), "table_cam": (224, 224, 3), "wrist_cam": (224, 224, 3)}
+SCRIPTED_OBS = {
+    "joint_pos": (9,),
+    "joint_vel": (9,),
+    "object_position": (3,),
+    "target_object_position": (7,),
+    "actions": (8,),
+    "object_orientation": (4,),
+    "ee_position": (3,),
+    "ee_orientation": (4,),
+    "table_cam": (224, 224, 3),
+    "wrist_cam": (224, 224, 3),
+}
 """obs/<term> row shapes of the scripted file (tests/test_scripted.py), cameras included."""
 NO_CAMERAS = "presets=no_cameras"
 """For the session-logic tests below (discard, Ctrl-C): the cameras only slow them down."""
@@ -248,9 +257,22 @@ def test_sigint_during_the_second_attempt_keeps_the_first_demo(tmp_path, replaye
     trace = _composed_trace(tmp_path / "long.json", wander=2000)
     out = tmp_path / "teleop_lift_cube.hdf5"
     proc = subprocess.Popen(
-        [sys.executable, str(RUN), "--teleop_device", "replay", "--trace", str(trace), "--output", str(out),
-         "--step_hz", "20", NO_CAMERAS],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            str(RUN),
+            "--teleop_device",
+            "replay",
+            "--trace",
+            str(trace),
+            "--output",
+            str(out),
+            "--step_hz",
+            "20",
+            NO_CAMERAS,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines = []
     try:

@@ -425,8 +425,10 @@ def test_cli_action_dim(valid: Path) -> None:
 
 def test_cli_module_entry_point(valid: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "l2.format.validate", str(valid), "--help"], cwd=REPO_ROOT, capture_output=True,
-        text=True
+        [sys.executable, "-m", "l2.format.validate", str(valid), "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0 and "--action-dim" in proc.stdout
     proc = subprocess.run(
@@ -458,9 +460,11 @@ EDITS = {
     "scalar_term": lambda f: replace(f["data/demo_0/obs"], "joint_pos", np.float32(1.0)),
     "no_actions": lambda f: f["data/demo_0"].__delitem__("actions"),
     "no_success": lambda f: f["data/demo_0"].attrs.__delitem__("success"),
-    "bad_types": lambda f: (f["data/demo_0"].attrs.__setitem__("num_samples", 5.0),
-                            f["data/demo_0"].attrs.__setitem__("success", 1),
-                            f["data/demo_0"].attrs.__setitem__("seed", "x")),
+    "bad_types": lambda f: (
+        f["data/demo_0"].attrs.__setitem__("num_samples", 5.0),
+        f["data/demo_0"].attrs.__setitem__("success", 1),
+        f["data/demo_0"].attrs.__setitem__("seed", "x"),
+    ),
     "no_terms": lambda f: [f["data/demo_0/obs"].__delitem__(k) for k in list(f["data/demo_0/obs"])],
 }
 

@@ -93,8 +93,13 @@ def build_franka_usd(out_usd: Path) -> Path:
         (mjcf / "panda.xml").write_text(WRAPPER_MJCF)
         usd_dir = tmp / "usd"
         cmd = [
-            sys.executable, "-m", "mujoco_usd_converter", "--no-layer-structure", "--no-physics-scene",
-            str(mjcf / "panda.xml"), str(usd_dir),
+            sys.executable,
+            "-m",
+            "mujoco_usd_converter",
+            "--no-layer-structure",
+            "--no-physics-scene",
+            str(mjcf / "panda.xml"),
+            str(usd_dir),
         ]
         result = subprocess.run(cmd, capture_output=True, text=True)
         built = usd_dir / USD_NAME

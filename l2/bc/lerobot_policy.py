@@ -56,7 +56,8 @@ class LeRobotPolicy:
         self.policy = get_policy_class(config.type).from_pretrained(self.path, config=config)
         self.policy.eval()
         self.pre, self.post = make_pre_post_processors(
-            config, pretrained_path=str(self.path), preprocessor_overrides={"device_processor": {"device": device}})
+            config, pretrained_path=str(self.path), preprocessor_overrides={"device_processor": {"device": device}}
+        )
         self.horizon = int(getattr(config, "n_action_steps", 1) or 1)
         widths = layout.Layout(mapping).modality()["action"] if all(s.names for s in mapping.action) else None
         if widths is None:
@@ -68,15 +69,21 @@ class LeRobotPolicy:
         return {"n_action_steps": self.horizon}
 
     def get_modality_config(self) -> dict:
-        return {"state": self.adapter.state_widths(), "action": self.adapter.action_widths(),
-                "video": [c.key for c in self.mapping.cameras]}
+        return {
+            "state": self.adapter.state_widths(),
+            "action": self.adapter.action_widths(),
+            "video": [c.key for c in self.mapping.cameras],
+        }
 
     def get_action(self, observation: dict, options: dict | None = None) -> tuple[dict, dict]:
         torch = self.torch
         state = observation.get("state") or {}
         video = observation.get("video") or {}
-        batch = {STATE: torch.from_numpy(np.concatenate(
-            [np.asarray(state[s.key], np.float32)[:, -1] for s in self.mapping.state], axis=-1))}
+        batch = {
+            STATE: torch.from_numpy(
+                np.concatenate([np.asarray(state[s.key], np.float32)[:, -1] for s in self.mapping.state], axis=-1)
+            )
+        }
         for camera in self.mapping.cameras:
             frames = np.asarray(video[camera.key])[:, -1]  # (B, H, W, 3) uint8
             batch[layout.video_key(camera.key)] = torch.from_numpy(frames).permute(0, 3, 1, 2).float() / 255.0
@@ -95,16 +102,20 @@ def check_features(path: Path, config, adapter: ModalityAdapter) -> None:
     inputs = {k: tuple(f.shape) for k, f in config.input_features.items()}
     state_width = sum(w or 0 for w in adapter.state_widths().values())
     if STATE in inputs and inputs[STATE][0] != state_width:
-        raise CheckpointError(f"{path}: the checkpoint's observation.state has {inputs[STATE][0]} values, "
-                              f"{adapter.where}'s state keys give {state_width}")
+        raise CheckpointError(
+            f"{path}: the checkpoint's observation.state has {inputs[STATE][0]} values, "
+            f"{adapter.where}'s state keys give {state_width}"
+        )
     cameras = {layout.video_key(c.key) for c in adapter.mapping.cameras}
     images = {k for k in inputs if k.startswith(layout.VIDEO_PREFIX)}
     if images - cameras:
-        raise CheckpointError(f"{path}: the checkpoint sees {sorted(images)}, {adapter.where} sends "
-                              f"{sorted(cameras) or 'no camera'}")
+        raise CheckpointError(
+            f"{path}: the checkpoint sees {sorted(images)}, {adapter.where} sends {sorted(cameras) or 'no camera'}"
+        )
     action = config.output_features.get(ACTION)
     action_width = sum(w or 0 for w in adapter.action_widths().values())
     if action is None or tuple(action.shape)[0] != action_width:
         got = "no action" if action is None else f"{tuple(action.shape)[0]} action values"
-        raise CheckpointError(f"{path}: the checkpoint answers {got}, {adapter.where}'s action keys take "
-                              f"{action_width}")
+        raise CheckpointError(
+            f"{path}: the checkpoint answers {got}, {adapter.where}'s action keys take {action_width}"
+        )

@@ -25,23 +25,37 @@ REPO = Path(__file__).resolve().parents[2]
 def command(python: str, dataset: Path, output: Path, args: argparse.Namespace) -> list[str]:
     """lerobot-train's command line for a local v3.0 dataset (no hub, no download, no wandb)."""
     return [
-        python, "-m", "lerobot.scripts.lerobot_train",
-        f"--dataset.repo_id=local/{dataset.name}", f"--dataset.root={dataset.resolve()}",
+        python,
+        "-m",
+        "lerobot.scripts.lerobot_train",
+        f"--dataset.repo_id=local/{dataset.name}",
+        f"--dataset.root={dataset.resolve()}",
         "--dataset.video_backend=pyav",
-        f"--policy.type={args.policy}", f"--policy.device={args.device}", "--policy.push_to_hub=false",
+        f"--policy.type={args.policy}",
+        f"--policy.device={args.device}",
+        "--policy.push_to_hub=false",
         *(["--policy.pretrained_backbone_weights=null"] if args.policy in ("act", "diffusion") else []),
-        f"--steps={args.steps}", f"--batch_size={args.batch_size}", f"--save_freq={args.save_every or args.steps}",
-        f"--log_freq={args.log_every}", f"--num_workers={args.num_workers}", f"--seed={args.seed}",
-        f"--output_dir={output.resolve()}", "--wandb.enable=false",
+        f"--steps={args.steps}",
+        f"--batch_size={args.batch_size}",
+        f"--save_freq={args.save_every or args.steps}",
+        f"--log_freq={args.log_every}",
+        f"--num_workers={args.num_workers}",
+        f"--seed={args.seed}",
+        f"--output_dir={output.resolve()}",
+        "--wandb.enable=false",
     ]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m l2.bc.lerobot_train", description=__doc__.split("\n\n")[0],
-                                epilog="examples:" + __doc__.split("Examples::")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dataset", type=Path, help="GR00T LeRobot dataset in LeRobot v3.0 (l3/convert.py --codebase-version "
-                   "v3.0)")
+    p = argparse.ArgumentParser(
+        prog="python -m l2.bc.lerobot_train",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "dataset", type=Path, help="GR00T LeRobot dataset in LeRobot v3.0 (l3/convert.py --codebase-version v3.0)"
+    )
     p.add_argument("--output", type=Path, required=True, help="run folder to create (must not exist)")
     p.add_argument("--policy", default="act", help="LeRobot policy type: act, diffusion, ... (default: act)")
     p.add_argument("--steps", type=int, default=300, help="training steps (default: %(default)s)")
@@ -51,8 +65,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-workers", type=int, default=0, help="data loader workers (default: %(default)s)")
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
-    p.add_argument("--lerobot-python", default=None,
-                   help="python of LeRobot 0.6.1's venv (default: built or found by scripts/setup_lerobot.sh v30)")
+    p.add_argument(
+        "--lerobot-python",
+        default=None,
+        help="python of LeRobot 0.6.1's venv (default: built or found by scripts/setup_lerobot.sh v30)",
+    )
     return p.parse_args(argv)
 
 
@@ -64,14 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.output.exists():
         print(f"error: {args.output} exists (lerobot-train starts a run in a new folder)", file=sys.stderr)
         return 2
-    python = args.lerobot_python or subprocess.run(
-        ["bash", str(REPO / "scripts" / "setup_lerobot.sh"), "v30"], capture_output=True, text=True, check=True
-    ).stdout.strip().splitlines()[-1]
+    python = (
+        args.lerobot_python
+        or subprocess.run(
+            ["bash", str(REPO / "scripts" / "setup_lerobot.sh"), "v30"], capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     cmd = command(python, args.dataset, args.output, args)
     print("$ " + " ".join(cmd), flush=True)
     # Offline: the dataset is local, and no model weights are fetched (the backbone starts from scratch).
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "PYTHONPATH": ""}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
     return subprocess.run(cmd, env=env, cwd=REPO).returncode
 
 

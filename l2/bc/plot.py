@@ -25,8 +25,9 @@ def algorithm(config: dict) -> str:
     return "BC-RNN" if config["algo"].get("rnn", {}).get("enabled") else "BC (MLP)"
 
 
-def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, title: str,
-             steps_per_epoch: int | None = None) -> Path:
+def plot_run(
+    logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, title: str, steps_per_epoch: int | None = None
+) -> Path:
     """Draw the curve of a run: ``logs`` is robomimic's log folder, ``rollouts`` ``{epoch: (successes, episodes)}``."""
     import matplotlib
 
@@ -48,12 +49,20 @@ def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, tit
         epochs = sorted(rollouts)
         rates = [rollouts[e][0] / rollouts[e][1] for e in epochs]
         bounds = [wilson_interval(*rollouts[e]) for e in epochs]
-        errors = [[r - lo for r, (lo, _) in zip(rates, bounds, strict=True)],
-                  [hi - r for r, (_, hi) in zip(rates, bounds, strict=True)]]
+        errors = [
+            [r - lo for r, (lo, _) in zip(rates, bounds, strict=True)],
+            [hi - r for r, (_, hi) in zip(rates, bounds, strict=True)],
+        ]
         axes[1].errorbar(epochs, rates, yerr=errors, marker="o", capsize=3, color="tab:green")
         for e, rate in zip(epochs, rates, strict=True):
-            axes[1].annotate(f"{rollouts[e][0]}/{rollouts[e][1]}", (e, rate), textcoords="offset points",
-                             xytext=(0, 7), ha="center", fontsize=8)
+            axes[1].annotate(
+                f"{rollouts[e][0]}/{rollouts[e][1]}",
+                (e, rate),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=8,
+            )
     axes[1].set_ylim(-0.02, 1.08)
     axes[1].set_ylabel("closed-loop success")
     axes[1].set_xlabel(f"epoch ({steps_per_epoch} gradient steps each)" if steps_per_epoch else "epoch")
@@ -68,9 +77,12 @@ def plot_run(logs: Path, rollouts: dict[int, tuple[int, int]], output: Path, tit
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m l2.bc.plot", description=__doc__.split("\n\n")[0],
-                                     epilog="examples:" + __doc__.split("Examples::")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m l2.bc.plot",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("run", type=Path, help="run folder of python -m l2.bc.train (logs/bc/<name>)")
     parser.add_argument("--output", type=Path, default=None, help="PNG to write (default: RUN/learning_curve.png)")
     args = parser.parse_args(argv)
@@ -78,9 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         summary = json.loads((args.run / "summary.json").read_text())
         config = json.loads((args.run / "config.json").read_text())
         rollouts = {int(k): tuple(v) for k, v in summary.get("rollouts", {}).items()}
-        path = plot_run(args.run / "logs", rollouts, args.output or args.run / "learning_curve.png",
-                        title=f"{algorithm(config)} on {summary['num_demos']} demos ({summary['name']})",
-                        steps_per_epoch=config["experiment"]["epoch_every_n_steps"])
+        path = plot_run(
+            args.run / "logs",
+            rollouts,
+            args.output or args.run / "learning_curve.png",
+            title=f"{algorithm(config)} on {summary['num_demos']} demos ({summary['name']})",
+            steps_per_epoch=config["experiment"]["epoch_every_n_steps"],
+        )
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

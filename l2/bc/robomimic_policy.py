@@ -32,8 +32,9 @@ class RobomimicPolicy:
         if not self.path.is_file():
             raise CheckpointError(f"{self.path}: no such robomimic checkpoint")
         try:
-            rollout, ckpt = file_utils.policy_from_checkpoint(ckpt_path=str(self.path), device=torch.device(device),
-                                                              verbose=False)
+            rollout, ckpt = file_utils.policy_from_checkpoint(
+                ckpt_path=str(self.path), device=torch.device(device), verbose=False
+            )
         except Exception as exc:  # noqa: BLE001 - whatever robomimic raises, say it in one line
             raise CheckpointError(f"{self.path}: not a robomimic checkpoint ({type(exc).__name__}: {exc})") from None
         self.torch, self.device = torch, torch.device(device)
@@ -91,13 +92,18 @@ def check_layout(path: Path, obs_widths: dict[str, int], action_dim: int, adapte
     state = adapter.state_widths()
     for key, width in obs_widths.items():
         if key not in state:
-            raise CheckpointError(f"{path}: the checkpoint observes {key} ({width}), which {adapter.where} does not "
-                                  f"send (its state keys: {', '.join(state)})")
+            raise CheckpointError(
+                f"{path}: the checkpoint observes {key} ({width}), which {adapter.where} does not "
+                f"send (its state keys: {', '.join(state)})"
+            )
         if state[key] is not None and state[key] != width:
-            raise CheckpointError(f"{path}: the checkpoint observes {key} of width {width}, {adapter.where} sends "
-                                  f"{state[key]}")
+            raise CheckpointError(
+                f"{path}: the checkpoint observes {key} of width {width}, {adapter.where} sends {state[key]}"
+            )
     widths = adapter.action_widths()
     mapped = sum(w or 0 for w in widths.values())
     if action_dim != mapped:
-        raise CheckpointError(f"{path}: the checkpoint acts with {action_dim} values, {adapter.where}'s action keys "
-                              f"take {mapped} ({', '.join(f'{k} {w}' for k, w in widths.items())})")
+        raise CheckpointError(
+            f"{path}: the checkpoint acts with {action_dim} values, {adapter.where}'s action keys "
+            f"take {mapped} ({', '.join(f'{k} {w}' for k, w in widths.items())})"
+        )

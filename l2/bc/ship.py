@@ -37,8 +37,9 @@ def ship(run: Path, target: Path) -> Path:
     import torch
 
     summary = json.loads((run / "summary.json").read_text())
-    checkpoint = torch.load(run / "models" / f"model_epoch_{summary['epochs']}.pth", map_location="cpu",
-                            weights_only=False)
+    checkpoint = torch.load(
+        run / "models" / f"model_epoch_{summary['epochs']}.pth", map_location="cpu", weights_only=False
+    )
     checkpoint["config"] = json.dumps(_relative_paths(json.loads(checkpoint["config"])), indent=4)
     target.mkdir(parents=True, exist_ok=True)
     torch.save(checkpoint, target / "model.pth")
@@ -52,9 +53,12 @@ def ship(run: Path, target: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m l2.bc.ship", description=__doc__.split("\n\n")[0],
-                                     epilog="examples:" + __doc__.split("Examples::")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m l2.bc.ship",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("run", type=Path, help="run folder of python -m l2.bc.train (logs/bc/<name>)")
     parser.add_argument("--to", type=Path, default=SHIPPED, help="folder to write (default: the shipped policy)")
     args = parser.parse_args(argv)

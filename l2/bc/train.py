@@ -44,8 +44,9 @@ class TrainError(RuntimeError):
 def _run(cmd: list[str], log: Path | None = None, **kwargs) -> str:
     """Run a stage; its output goes to the terminal (and ``log``); TrainError when it fails."""
     print("$ " + " ".join(str(c) for c in cmd), flush=True)
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=REPO, **kwargs)
+    proc = subprocess.Popen(
+        [str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, **kwargs
+    )
     lines = []
     with open(log, "a") if log else open("/dev/null", "w") as sink:
         for line in proc.stdout:
@@ -54,8 +55,10 @@ def _run(cmd: list[str], log: Path | None = None, **kwargs) -> str:
             if log is None or "Epoch" in line or "error" in line.lower():
                 sys.stdout.write(line)
     if proc.wait() != 0:
-        raise TrainError(f"{cmd[0]} {' '.join(map(str, cmd[1:3]))} ... failed (exit {proc.returncode}): "
-                         f"{lines[-1].strip() if lines else 'no output'}")
+        raise TrainError(
+            f"{cmd[0]} {' '.join(map(str, cmd[1:3]))} ... failed (exit {proc.returncode}): "
+            f"{lines[-1].strip() if lines else 'no output'}"
+        )
     return "".join(lines)
 
 
@@ -80,8 +83,26 @@ def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
     if have >= n:
         return
     shards = path.with_name(f"{path.stem}.collect{have}")
-    _run([sys.executable, "-m", "l2.distributed", "--source", "scripted", "--num_demos", n - have, "--workers",
-          workers, "--num_envs", 32, "--seed", seed + have, "--output", shards, COLLECT_PRESETS])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "l2.distributed",
+            "--source",
+            "scripted",
+            "--num_demos",
+            n - have,
+            "--workers",
+            workers,
+            "--num_envs",
+            32,
+            "--seed",
+            seed + have,
+            "--output",
+            shards,
+            COLLECT_PRESETS,
+        ]
+    )
     parts = sorted(shards.glob("shard_*.hdf5"))
     merged = path.with_name(f".{path.name}.merging.hdf5")
     _run([sys.executable, "-m", "l2.tools.merge", *([path] if have else []), *parts, "-o", merged, "--overwrite"])
@@ -97,8 +118,9 @@ def valid_samples(path: Path, n: int) -> int:
         return sum(f.num_samples(name.decode()) for name in f.h5[f"mask/valid_{n}"][()])
 
 
-def robomimic_config(recipe: Path, data: Path, out: Path, name: str, n: int, epochs: int | None,
-                     every: int, valid: int) -> dict:
+def robomimic_config(
+    recipe: Path, data: Path, out: Path, name: str, n: int, epochs: int | None, every: int, valid: int
+) -> dict:
     """The recipe for this run. robomimic drops a last partial batch, so a validation split smaller than one batch
     (``valid`` samples: one or two demos of a small training set) would give it no batch at all and stop the run:
     validation is then left out."""
@@ -144,40 +166,89 @@ def wait_until_serving(server: subprocess.Popen, what: str) -> None:
 def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, report: Path) -> dict:
     """Serve ``checkpoint`` in robomimic's venv and measure it in the task: the evaluation report."""
     port = _free_port()
-    server = subprocess.Popen([robomimic_python, "-m", "l2.serve", "robomimic", str(checkpoint), "--config",
-                               str(MAPPING), "--host", "127.0.0.1", "--port", str(port), "--quiet"],
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [
+            robomimic_python,
+            "-m",
+            "l2.serve",
+            "robomimic",
+            str(checkpoint),
+            "--config",
+            str(MAPPING),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--quiet",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_until_serving(server, f"l2.serve robomimic {checkpoint}")
-        _run([sys.executable, "-m", "l2.evaluate", "--policy", f"server:127.0.0.1:{port}", "--config", MAPPING,
-              "--episodes", episodes, "--num_envs", min(episodes, 50), "--seed", EVAL_SEED, "--report", report])
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "l2.evaluate",
+                "--policy",
+                f"server:127.0.0.1:{port}",
+                "--config",
+                MAPPING,
+                "--episodes",
+                episodes,
+                "--num_envs",
+                min(episodes, 50),
+                "--seed",
+                EVAL_SEED,
+                "--report",
+                report,
+            ]
+        )
     finally:
         server.kill()
     return json.loads(report.read_text())
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m l2.bc.train", description=__doc__.split("\n\n")[0],
-                                epilog="examples:" + __doc__.split("Examples::")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m l2.bc.train",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--num_demos", type=int, default=200, help="training + validation demos (default: %(default)s)")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                   help="L2 file of the demos (collected when missing or short, scripted; default: %(default)s)")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="L2 file of the demos (collected when missing or short, scripted; default: %(default)s)",
+    )
     p.add_argument("--name", default=None, help="run name (default: bc_<num_demos>)")
     p.add_argument("--output", type=Path, default=REPO / "logs" / "bc", help="runs folder (default: logs/bc)")
     p.add_argument("--recipe", type=Path, default=RECIPE, help="robomimic config (default: %(default)s)")
     p.add_argument("--epochs", type=int, default=None, help="override the recipe's num_epochs")
     p.add_argument("--save-every", type=int, default=25, help="checkpoint every N epochs (default: %(default)s)")
-    p.add_argument("--episodes", type=int, default=50, help="evaluation episodes of the final checkpoint "
-                   "(default: %(default)s)")
-    p.add_argument("--checkpoint-episodes", type=int, default=20,
-                   help="evaluation episodes of each earlier checkpoint, for the learning curve (0: none; "
-                        "default: %(default)s)")
-    p.add_argument("--workers", type=int, default=2, help="collector processes when demos are missing "
-                   "(default: %(default)s)")
+    p.add_argument(
+        "--episodes", type=int, default=50, help="evaluation episodes of the final checkpoint (default: %(default)s)"
+    )
+    p.add_argument(
+        "--checkpoint-episodes",
+        type=int,
+        default=20,
+        help="evaluation episodes of each earlier checkpoint, for the learning curve (0: none; default: %(default)s)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=2, help="collector processes when demos are missing (default: %(default)s)"
+    )
     p.add_argument("--seed", type=int, default=7, help="collection seed (default: %(default)s)")
-    p.add_argument("--robomimic-python", default=None,
-                   help="python of robomimic's venv (default: built or found by scripts/setup_robomimic.sh)")
+    p.add_argument(
+        "--robomimic-python",
+        default=None,
+        help="python of robomimic's venv (default: built or found by scripts/setup_robomimic.sh)",
+    )
     return p.parse_args(argv)
 
 
@@ -195,21 +266,28 @@ def train(args: argparse.Namespace, name: str) -> int:
     from l2.bc.plot import algorithm, plot_run
     from l2.policy.report import rate_text
 
-    python = args.robomimic_python or subprocess.run(
-        ["bash", str(REPO / "scripts" / "setup_robomimic.sh")], capture_output=True, text=True, check=True
-    ).stdout.strip().splitlines()[-1]
+    python = (
+        args.robomimic_python
+        or subprocess.run(
+            ["bash", str(REPO / "scripts" / "setup_robomimic.sh")], capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     ensure_demos(args.data, args.num_demos, args.workers, args.seed)
-    _run([sys.executable, "-m", "l2.tools.split", args.data, "--first", args.num_demos, "--valid", "0.1",
-          "--overwrite"])
+    _run(
+        [sys.executable, "-m", "l2.tools.split", args.data, "--first", args.num_demos, "--valid", "0.1", "--overwrite"]
+    )
     run = args.output / name
     if run.exists():
         raise TrainError(f"{run} exists: pick another --name or remove it")
     run.mkdir(parents=True)
     scratch = args.output / ".robomimic" / name  # robomimic's own output folder; one left by an interrupted run
-    shutil.rmtree(scratch, ignore_errors=True)   # would make its trainer stop at an interactive prompt
+    shutil.rmtree(scratch, ignore_errors=True)  # would make its trainer stop at an interactive prompt
     valid = valid_samples(args.data, args.num_demos)
-    config = robomimic_config(args.recipe, args.data, scratch.parent, name, args.num_demos, args.epochs,
-                              args.save_every, valid)
+    config = robomimic_config(
+        args.recipe, args.data, scratch.parent, name, args.num_demos, args.epochs, args.save_every, valid
+    )
     if not config["experiment"]["validate"]:
         print(f"note: the validation split holds {valid} samples, less than a batch: trained without validation loss")
     (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -233,19 +311,33 @@ def train(args: argparse.Namespace, name: str) -> int:
             curve[epoch] = (report["successes"], report["episodes"])
     final = curve[epochs]
     summary = {
-        "name": name, "algorithm": algorithm(config), "data": shown(args.data), "num_demos": args.num_demos,
-        "epochs": epochs, "steps_per_epoch": config["experiment"]["epoch_every_n_steps"],
-        "train_seconds": round(train_seconds), "eval_seconds": round(time.perf_counter() - start_eval),
+        "name": name,
+        "algorithm": algorithm(config),
+        "data": shown(args.data),
+        "num_demos": args.num_demos,
+        "epochs": epochs,
+        "steps_per_epoch": config["experiment"]["epoch_every_n_steps"],
+        "train_seconds": round(train_seconds),
+        "eval_seconds": round(time.perf_counter() - start_eval),
         "checkpoint": shown(run / "models" / f"model_epoch_{epochs}.pth"),
-        "successes": final[0], "episodes": final[1], "success_rate": final[0] / final[1],
-        "success_text": rate_text(*final), "rollouts": {str(k): list(v) for k, v in sorted(curve.items())},
+        "successes": final[0],
+        "episodes": final[1],
+        "success_rate": final[0] / final[1],
+        "success_text": rate_text(*final),
+        "rollouts": {str(k): list(v) for k, v in sorted(curve.items())},
     }
     (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot_run(run / "logs", curve, run / "learning_curve.png",
-             title=f"{algorithm(config)} on {args.num_demos} demos ({name})",
-             steps_per_epoch=config["experiment"]["epoch_every_n_steps"])
-    print(f"\n  {name}: {summary['success_text']} over {final[1]} episodes; trained {epochs} epochs in "
-          f"{train_seconds / 60:.1f} min\n  run: {run} (summary.json, learning_curve.png, models/)")
+    plot_run(
+        run / "logs",
+        curve,
+        run / "learning_curve.png",
+        title=f"{algorithm(config)} on {args.num_demos} demos ({name})",
+        steps_per_epoch=config["experiment"]["epoch_every_n_steps"],
+    )
+    print(
+        f"\n  {name}: {summary['success_text']} over {final[1]} episodes; trained {epochs} epochs in "
+        f"{train_seconds / 60:.1f} min\n  run: {run} (summary.json, learning_curve.png, models/)"
+    )
     return 0
 
 

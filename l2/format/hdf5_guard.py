@@ -53,7 +53,7 @@ def _read_vlen(did) -> None:
         ds[()]
         return
     for i in range(0, ds.shape[0], _ROWS):
-        ds[i:i + _ROWS]
+        ds[i : i + _ROWS]
 
 
 def walk_metadata(src: str | bytes) -> None:
@@ -141,8 +141,12 @@ class _Helper:
         with self.lock:
             for attempt in (0, 1):  # a helper that died (killed, out of memory) is started once more
                 if self.proc is None or self.proc.poll() is not None:
-                    self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                                 stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _path()})
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-m", __name__],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        env={**os.environ, "PYTHONPATH": _path()},
+                    )
                 try:
                     self.proc.stdin.write(header + payload)
                     self.proc.stdin.flush()
@@ -192,8 +196,10 @@ def _timeout(timeout: float | None) -> float:
 
 def _problem(code: int, timeout: float) -> str | None:
     if code == _HANG:
-        return (f"the HDF5 library did not finish reading the file's metadata in {math.ceil(timeout)} s (corrupt, "
-                f"e.g. a zeroed global heap that makes it loop; ${TIMEOUT_ENV} sets the limit)")
+        return (
+            f"the HDF5 library did not finish reading the file's metadata in {math.ceil(timeout)} s (corrupt, "
+            f"e.g. a zeroed global heap that makes it loop; ${TIMEOUT_ENV} sets the limit)"
+        )
     if code != 0:
         return f"the HDF5 library crashed reading the file (exit {code}): corrupt file?"
     return None

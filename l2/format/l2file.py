@@ -55,8 +55,7 @@ class EpisodeData:
     """``"group"``, ``"missing"`` or ``"dataset"`` (one flat dataset)."""
 
 
-def read_episode_data(demo: h5py.Group, load_bytes: int = 0, attrs: Mapping[str, object] | None = None
-                      ) -> EpisodeData:
+def read_episode_data(demo: h5py.Group, load_bytes: int = 0, attrs: Mapping[str, object] | None = None) -> EpisodeData:
     """The parts of one episode group the schema rules check: ``actions`` and every dataset below ``obs/``.
 
     Float datasets of at most ``load_bytes`` bytes are read whole, in one H5Dread each; the others

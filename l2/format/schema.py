@@ -41,8 +41,16 @@ LIFT_ACTION_NAMES = ("x", "y", "z", "qx", "qy", "qz", "qw", "gripper")
 QUAT_NORM_TOL = 1e-3
 
 # Observation terms every lift_cube source records (policy group, concatenate_terms=False).
-LIFT_OBS_TERMS = ("joint_pos", "joint_vel", "object_position", "target_object_position", "actions",
-                  "object_orientation", "ee_position", "ee_orientation")
+LIFT_OBS_TERMS = (
+    "joint_pos",
+    "joint_vel",
+    "object_position",
+    "target_object_position",
+    "actions",
+    "object_orientation",
+    "ee_position",
+    "ee_orientation",
+)
 LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 """Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 

@@ -103,6 +103,8 @@ class FileReport:
 
 
 Report = Callable[[str, str], None]  # (hdf5 path, message)
+
+
 # --------------------------------------------------------------------------------------------- helpers
 def _is_int(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -162,8 +164,9 @@ def _off_unit_quat(block: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- episode
-def validate_episode(file: str, episode: h5py.Group | EpisodeData,
-                     action_dim: int | None = LIFT_ACTION_DIM) -> list[Violation]:
+def validate_episode(
+    file: str, episode: h5py.Group | EpisodeData, action_dim: int | None = LIFT_ACTION_DIM
+) -> list[Violation]:
     """Violations of one ``data/demo_<i>`` episode: its group, or what :func:`read_episode_data` read from it.
 
     The one episode check, self-contained (the CLI and L3's reader check each episode with it).
@@ -209,8 +212,10 @@ def _check_episode(data: EpisodeData, action_dim: int | None, bad: Report) -> No
     length, length_label = _check_attrs(path, data.attrs, bad)
 
     if data.actions is None:
-        bad(f"{path}/{ACTIONS}", "missing actions dataset" if data.actions_kind == "missing"
-            else "actions must be a dataset, got a group")
+        bad(
+            f"{path}/{ACTIONS}",
+            "missing actions dataset" if data.actions_kind == "missing" else "actions must be a dataset, got a group",
+        )
     else:
         _check_actions(f"{path}/{ACTIONS}", data.actions, length, action_dim, bad)
         if length is None and data.actions.ndim >= 1:  # still check obs lengths against something
@@ -266,8 +271,9 @@ def _check_obs_term(name: str, term: Array, length: int | None, length_label: st
 
 
 # --------------------------------------------------------------------------------------------- file
-def validate_file(path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_DIM,
-                  expect_obs: Sequence[str] = ()) -> FileReport:
+def validate_file(
+    path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_DIM, expect_obs: Sequence[str] = ()
+) -> FileReport:
     """Check one L2 HDF5 file against every rule of the schema; never raises for bad input.
 
     ``expect_obs``: obs terms every episode must have (e.g. the cameras ``table_cam``, ``wrist_cam``)."""

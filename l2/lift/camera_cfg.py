@@ -77,7 +77,11 @@ def rgb_camera(prim_path: str, eye, target, up=(0.0, 0.0, 1.0), near: float = 0.
 
 TABLE_CAM_CFG = rgb_camera("{ENV_REGEX_NS}/table_cam", TABLE_CAM_EYE, TABLE_CAM_TARGET, near=0.1)
 WRIST_CAM_CFG = rgb_camera(
-    ROBOT_LINK7_PRIM + "/wrist_cam", WRIST_CAM_EYE, WRIST_CAM_TARGET, WRIST_CAM_UP, near=0.01,
+    ROBOT_LINK7_PRIM + "/wrist_cam",
+    WRIST_CAM_EYE,
+    WRIST_CAM_TARGET,
+    WRIST_CAM_UP,
+    near=0.01,
     update_latest_camera_pose=True,  # the renderer re-reads the link's pose each frame, else the view stays put
 )
 

@@ -157,8 +157,11 @@ class LiftCubeEventCfg(EventCfg):
         varied_start=EventTerm(
             func=mdp.reset_joints_by_offset,
             mode="reset",
-            params={"position_range": ARM_START_RANGE, "velocity_range": (0.0, 0.0),
-                    "asset_cfg": SceneEntityCfg("robot", joint_names=["panda_joint.*"])},
+            params={
+                "position_range": ARM_START_RANGE,
+                "velocity_range": (0.0, 0.0),
+                "asset_cfg": SceneEntityCfg("robot", joint_names=["panda_joint.*"]),
+            },
         ),
     )
 

@@ -48,8 +48,9 @@ def held(actions: torch.Tensor, hold_steps: int) -> torch.Tensor:
     return torch.cat([actions, actions[-1:].expand(hold_steps, -1)]) if hold_steps else actions
 
 
-def replay(env: LiftCubeMimicEnv, episode: EpisodeData, success_term: TerminationTermCfg,
-           hold_steps: int = 0) -> tuple[dict, bool]:
+def replay(
+    env: LiftCubeMimicEnv, episode: EpisodeData, success_term: TerminationTermCfg, hold_steps: int = 0
+) -> tuple[dict, bool]:
     """Replay one demo's actions (the last one ``hold_steps`` more times) in every env from its initial
     state; env 0's ``datagen_info`` and whether the success term held at some step."""
     actions = held(episode.data[schema.ACTIONS].to(env.device), hold_steps)
@@ -107,11 +108,15 @@ def annotate(
             # Mimic ends the grasp subtask at the first 0 -> 1 rise of its signal.
             rises = ((grasp[1:] > 0.5) & (grasp[:-1] < 0.5)).nonzero()
             if len(rises) == 0:
-                raise AnnotationError(f"{source}:/data/{name}: replayed, the cube is never grasped "
-                                      "(no 0 -> 1 rise of the 'grasp' subtask signal)")
+                raise AnnotationError(
+                    f"{source}:/data/{name}: replayed, the cube is never grasped "
+                    "(no 0 -> 1 rise of the 'grasp' subtask signal)"
+                )
             if not success:
-                raise AnnotationError(f"{source}:/data/{name}: replayed, the demo does not succeed (the replay "
-                                      "diverges from the recording); pick another demo")
+                raise AnnotationError(
+                    f"{source}:/data/{name}: replayed, the demo does not succeed (the replay "
+                    "diverges from the recording); pick another demo"
+                )
             annotated = EpisodeData()
             annotated.data = {
                 schema.ACTIONS: held(episode.data[schema.ACTIONS], hold_steps),

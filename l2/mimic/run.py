@@ -36,22 +36,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.prog = "python -m l2.mimic"
     parser.add_argument("--input", required=True, help="L2 HDF5 file holding the source demo(s)")
     parser.add_argument(
-        "--demos", nargs="+", default=["demo_0"], metavar="DEMO",
+        "--demos",
+        nargs="+",
+        default=["demo_0"],
+        metavar="DEMO",
         help="source demos to generate from (default: %(default)s)",
     )
     parser.add_argument(
-        "--annotated", default=None, metavar="PATH",
+        "--annotated",
+        default=None,
+        metavar="PATH",
         help="also keep the annotated source demos (Mimic's datagen_info) in this HDF5 file",
     )
     parser.add_argument(
-        "--hold_steps", type=int, default=10, metavar="N",
+        "--hold_steps",
+        type=int,
+        default=10,
+        metavar="N",
         help="repeat each source demo's last action N times (a demo ends at its first success: without a hold, "
         "a generated attempt that lags behind ends still rising; default: %(default)s)",
     )
     sim.add_sim_args(parser, num_envs=4, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10)
     parser.add_argument(
-        "--max_attempts", type=int, default=None,
+        "--max_attempts",
+        type=int,
+        default=None,
         help="give up after this many generation attempts (default: 4 x num_demos + num_envs)",
     )
     parser.set_defaults(episodes=None)  # read by l2.recording.collect.finish
@@ -113,8 +123,11 @@ def generate(args: argparse.Namespace) -> int:
             with atomic.replacing(args.annotated) as partial:
                 shutil.copyfile(annotated, partial)
         for n in notes:
-            print(f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
-                  f"{n.grasp_step}", flush=True)
+            print(
+                f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
+                f"{n.grasp_step}",
+                flush=True,
+            )
         annotate_s = time.perf_counter() - start
         stats = run_generation(env, annotated, success_term, args.num_demos, max_attempts)
 
@@ -160,8 +173,11 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
     async def attempts(env_id: int) -> None:
         while True:
             result = await generator.generate(
-                env_id=env_id, success_term=success_term, env_reset_queue=reset_queue,
-                env_action_queue=action_queue, export_demo=False,
+                env_id=env_id,
+                success_term=success_term,
+                env_reset_queue=reset_queue,
+                env_action_queue=action_queue,
+                export_demo=False,
             )
             finished(env_id, bool(result["success"]))
 
@@ -172,9 +188,10 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
         return handler.successes_written >= num_demos or stats.attempts >= max_attempts
 
     try:
-        with torch.inference_mode(), tqdm(
-            total=num_demos, unit="demo", desc="mimic demos", dynamic_ncols=True, mininterval=0.5
-        ) as bar:
+        with (
+            torch.inference_mode(),
+            tqdm(total=num_demos, unit="demo", desc="mimic demos", dynamic_ncols=True, mininterval=0.5) as bar,
+        ):
             while not over():
                 # Let every generator run until it has queued its next action (resetting envs on request).
                 while action_queue.qsize() != env.num_envs and not over():

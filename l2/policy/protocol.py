@@ -73,10 +73,10 @@ def _npy_bytes(array: np.ndarray) -> memoryview:
     plain = isinstance(fields["descr"], str)
     head = _cached_header(fields["descr"], fields["fortran_order"], fields["shape"]) if plain else _npy_header(fields)
     out = np.empty(len(head) + array.nbytes, np.uint8)
-    out[:len(head)] = np.frombuffer(head, np.uint8)
+    out[: len(head)] = np.frombuffer(head, np.uint8)
     if array.nbytes:
         in_memory_order = array if array.flags.c_contiguous else array.T  # Fortran order: its transpose is C
-        out[len(head):] = in_memory_order.reshape(-1).view(np.uint8)
+        out[len(head) :] = in_memory_order.reshape(-1).view(np.uint8)
     return memoryview(out)
 
 
@@ -102,7 +102,7 @@ def _load_npy(data: bytes) -> np.ndarray:
     if len(data) < 10 or data[:6] != b"\x93NUMPY" or data[6] not in (1, 2):
         return np.load(io.BytesIO(data), allow_pickle=False)  # format 3.0 (utf-8 names), or not .npy at all
     size = 2 if data[6] == 1 else 4
-    end = 8 + size + int.from_bytes(data[8:8 + size], "little")
+    end = 8 + size + int.from_bytes(data[8 : 8 + size], "little")
     shape, fortran, dtype = _parse_header(bytes(data[:end]))
     if dtype.hasobject:
         raise ValueError("object arrays are not accepted (they would need pickle)")
@@ -146,8 +146,14 @@ class PolicyClient:
     """A REQ client. Every call waits at most ``timeout_s``; after a timeout the socket is made anew (a REQ
     socket that sent without an answer cannot send again)."""
 
-    def __init__(self, host: str = "localhost", port: int = DEFAULT_PORT, timeout_s: float = 30.0,
-                 api_token: str | None = None, context: zmq.Context | None = None):
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = DEFAULT_PORT,
+        timeout_s: float = 30.0,
+        api_token: str | None = None,
+        context: zmq.Context | None = None,
+    ):
         self.address = f"tcp://{host}:{port}"
         self.timeout_s = timeout_s
         self.api_token = api_token
@@ -178,8 +184,10 @@ class PolicyClient:
             answer = unpack(sock.recv(copy=False).buffer)  # no copy of the message into a bytes object
         except zmq.Again:
             self.close()
-            raise ServerTimeout(f"no answer from the policy server at {self.address} to '{endpoint}' within "
-                                f"{self.timeout_s:g} s (is it running? --timeout to wait longer)") from None
+            raise ServerTimeout(
+                f"no answer from the policy server at {self.address} to '{endpoint}' within "
+                f"{self.timeout_s:g} s (is it running? --timeout to wait longer)"
+            ) from None
         if isinstance(answer, dict) and "error" in answer:
             raise ServerError(f"policy server at {self.address}: '{endpoint}' failed: {answer['error']}")
         return answer
@@ -196,8 +204,10 @@ class PolicyClient:
     def get_action(self, observation: dict, options: dict | None = None) -> tuple[dict, dict]:
         answer = self.call("get_action", {"observation": observation, "options": options})
         if not (isinstance(answer, list | tuple) and len(answer) == 2 and isinstance(answer[0], dict)):
-            raise ProtocolError(f"policy server at {self.address}: 'get_action' answered {type(answer).__name__}, "
-                                "expected the list [action, info]")
+            raise ProtocolError(
+                f"policy server at {self.address}: 'get_action' answered {type(answer).__name__}, "
+                "expected the list [action, info]"
+            )
         return answer[0], answer[1] if isinstance(answer[1], dict) else {}
 
     def kill(self) -> None:
@@ -223,8 +233,15 @@ class Policy(Protocol):
 class PolicyServer:
     """A REP server for one :class:`Policy`, bound at construction (``port=0``: a free port, see ``port``)."""
 
-    def __init__(self, policy: Policy, host: str = "*", port: int = DEFAULT_PORT, api_token: str | None = None,
-                 context: zmq.Context | None = None, on_request: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        policy: Policy,
+        host: str = "*",
+        port: int = DEFAULT_PORT,
+        api_token: str | None = None,
+        context: zmq.Context | None = None,
+        on_request: Callable[[str], None] | None = None,
+    ):
         self.policy = policy
         self.api_token = api_token
         self.on_request = on_request

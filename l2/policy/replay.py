@@ -55,8 +55,14 @@ def check_modality(root: Path, modality: dict, mapping: Mapping, where: str) -> 
 class DatasetReplayPolicy:
     """Serves the ``action`` column of a GR00T LeRobot dataset, split into modality.json's action keys."""
 
-    def __init__(self, root: str | Path, mapping: Mapping | None = None, horizon: int = DEFAULT_HORIZON,
-                 execution_horizon: int | None = None, where: str = "the mapping config"):
+    def __init__(
+        self,
+        root: str | Path,
+        mapping: Mapping | None = None,
+        horizon: int = DEFAULT_HORIZON,
+        execution_horizon: int | None = None,
+        where: str = "the mapping config",
+    ):
         self.root = Path(root)
         if horizon < 1:
             raise DatasetError(f"--horizon must be at least 1, got {horizon}")
@@ -96,8 +102,11 @@ class DatasetReplayPolicy:
         for e in self._episodes:
             self.actions(e)
         self._steps = [int(options.get("step_index", 0))] * len(self._episodes)
-        return {"episode_index": episodes, "episode_length": [len(self.actions(e)) for e in self._episodes],
-                "current_step": self._steps[0]}
+        return {
+            "episode_index": episodes,
+            "episode_length": [len(self.actions(e)) for e in self._episodes],
+            "current_step": self._steps[0],
+        }
 
     def get_modality_config(self) -> dict:
         """The dataset's modality.json (GR00T answers its ModalityConfigs; the keys are what a client needs)."""
@@ -123,8 +132,10 @@ class DatasetReplayPolicy:
             chunks.append(recorded[rows])
         chunk = np.stack(chunks)  # (B, horizon, width)
         self._steps = [s + self.execution_horizon for s in steps]
-        action = {key: np.ascontiguousarray(chunk[:, :, entry["start"]:entry["end"]])
-                  for key, entry in self.modality["action"].items()}
+        action = {
+            key: np.ascontiguousarray(chunk[:, :, entry["start"] : entry["end"]])
+            for key, entry in self.modality["action"].items()
+        }
         return action, {"episode_index": episodes, "current_step": steps}
 
 

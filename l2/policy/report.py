@@ -74,20 +74,30 @@ class EvaluationReport:
         lo, hi = wilson_interval(self.successes, len(self.results))
         steps = max(self.steps, 1)
         return {
-            "policy": self.policy, "task": self.task, "config": self.config, "reset_from": self.reset_from,
-            "num_envs": self.num_envs, "seed": self.seed, "device": self.device,
-            "episodes_requested": self.episodes_requested, "episodes": len(self.results),
-            "successes": self.successes, "success_rate": self.success_rate, "wilson_95": [lo, hi],
+            "policy": self.policy,
+            "task": self.task,
+            "config": self.config,
+            "reset_from": self.reset_from,
+            "num_envs": self.num_envs,
+            "seed": self.seed,
+            "device": self.device,
+            "episodes_requested": self.episodes_requested,
+            "episodes": len(self.results),
+            "successes": self.successes,
+            "success_rate": self.success_rate,
+            "wilson_95": [lo, hi],
             "non_finite_action_episodes": sum(r.termination == "non_finite_action" for r in self.results),
             "interrupted": self.interrupted,
             "timing": {
-                "steps": self.steps, "requests": self.requests,
+                "steps": self.steps,
+                "requests": self.requests,
                 "policy_ms_per_step": 1000 * self.policy_seconds / steps,
                 "sim_ms_per_step": 1000 * self.sim_seconds / steps,
                 "policy_share": self.policy_seconds / max(self.policy_seconds + self.sim_seconds, 1e-12),
                 "env_frames_per_s": self.steps * self.num_envs / max(self.policy_seconds + self.sim_seconds, 1e-12),
             },
-            "record": self.record, "videos": self.videos,
+            "record": self.record,
+            "videos": self.videos,
             "per_episode": [asdict(r) for r in self.results],
         }
 
@@ -107,17 +117,26 @@ class EvaluationReport:
             ended[r.termination] = ended.get(r.termination, 0) + 1
         steps = sorted(r.steps for r in self.results)
         rows = [
-            ("success rate", rate_text(self.successes, len(self.results))
-             + (" (interrupted)" if self.interrupted else "")),
+            (
+                "success rate",
+                rate_text(self.successes, len(self.results)) + (" (interrupted)" if self.interrupted else ""),
+            ),
             ("episodes ended by", ", ".join(f"{k} {v}" for k, v in sorted(ended.items())) or "-"),
-            ("episode length", f"median {steps[len(steps) // 2]} steps (min {steps[0]}, max {steps[-1]})"
-             if steps else "-"),
-            ("time per step", f"policy {timing['policy_ms_per_step']:.1f} ms ({100 * timing['policy_share']:.0f} %), "
-                              f"simulation {timing['sim_ms_per_step']:.1f} ms; {timing['env_frames_per_s']:.0f} "
-                              f"env-frames/s ({self.num_envs} envs, {self.device})"),
+            (
+                "episode length",
+                f"median {steps[len(steps) // 2]} steps (min {steps[0]}, max {steps[-1]})" if steps else "-",
+            ),
+            (
+                "time per step",
+                f"policy {timing['policy_ms_per_step']:.1f} ms ({100 * timing['policy_share']:.0f} %), "
+                f"simulation {timing['sim_ms_per_step']:.1f} ms; {timing['env_frames_per_s']:.0f} "
+                f"env-frames/s ({self.num_envs} envs, {self.device})",
+            ),
             ("policy", self.policy),
-            ("task", self.task + (f", episodes from the initial states of {self.reset_from}"
-                                  if self.reset_from else "")),
+            (
+                "task",
+                self.task + (f", episodes from the initial states of {self.reset_from}" if self.reset_from else ""),
+            ),
         ]
         if self.record:
             rows.append(("rollouts recorded", self.record))

@@ -104,9 +104,13 @@ class FrameSpool:
                 track = self._running.setdefault(group, {}).get(name)
                 if track is None:
                     dset = self.file.create_dataset(
-                        f"{group}/{name}", shape=(GROW_FRAMES, *frame.shape), maxshape=(None, *frame.shape),
-                        chunks=(1, *frame.shape), dtype=np.uint8,
-                        compression="gzip" if self.compression is not None else None, compression_opts=self.compression,
+                        f"{group}/{name}",
+                        shape=(GROW_FRAMES, *frame.shape),
+                        maxshape=(None, *frame.shape),
+                        chunks=(1, *frame.shape),
+                        dtype=np.uint8,
+                        compression="gzip" if self.compression is not None else None,
+                        compression_opts=self.compression,
                     )
                     track = self._running[group][name] = [dset, 0]
                 dset, n = track

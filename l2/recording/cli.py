@@ -31,7 +31,11 @@ def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num
         "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"
     )
     group.add_argument(
-        "--stats-json", "--stats_json", dest="stats_json", default=None, metavar="PATH",
+        "--stats-json",
+        "--stats_json",
+        dest="stats_json",
+        default=None,
+        metavar="PATH",
         help="also write the run's figures (demos, attempts, env-frames, seconds) as JSON (read by l2.distributed)",
     )
     exists = group.add_mutually_exclusive_group()
@@ -44,11 +48,16 @@ def add_attempt_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("episodes")
     limit = group.add_mutually_exclusive_group()
     limit.add_argument(
-        "--max_attempts", type=int, default=None,
+        "--max_attempts",
+        type=int,
+        default=None,
         help="give up after this many finished episodes (default: 4 x num_demos + num_envs)",
     )
     limit.add_argument(
-        "--episodes", type=int, default=None, metavar="N",
+        "--episodes",
+        type=int,
+        default=None,
+        metavar="N",
         help="evaluate instead: run N episodes (rounded up to a multiple of num_envs, the first ones of each env), "
         "write their successes and report the success rate; --num_demos is ignored",
     )
@@ -72,8 +81,13 @@ def record_to(env_cfg, args: argparse.Namespace, *, max_successes: int | None = 
 
     try:
         return configure_recording(
-            env_cfg, args.output, args.task, on_exists(args), keep_failed=args.keep_failed,
-            max_successes=max_successes, recorders=recorders,
+            env_cfg,
+            args.output,
+            args.task,
+            on_exists(args),
+            keep_failed=args.keep_failed,
+            max_successes=max_successes,
+            recorders=recorders,
         )
     except (FileExistsError, ValueError) as exc:
         fail(str(exc))

@@ -82,20 +82,31 @@ def collect(
 def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> int:
     """Print the end summary (with the validator's verdict); exit code 0 only for N valid demos."""
     ok, verdict = cli.validator_verdict(output) if output.exists() else (False, "no file written")
-    cli.write_stats(args, demos=stats.written, attempts=stats.attempts, successes=stats.successes,
-                    frames=stats.frames, seconds=stats.seconds)
+    cli.write_stats(
+        args,
+        demos=stats.written,
+        attempts=stats.attempts,
+        successes=stats.successes,
+        frames=stats.frames,
+        seconds=stats.seconds,
+    )
     rate = stats.successes / stats.attempts if stats.attempts else 0.0
     in_file = f" (file now holds {stats.in_file_before + stats.written})" if stats.in_file_before else ""
     if stats.written > stats.successes:  # --episodes: envs that finish early run (and record) further episodes
         in_file += f", {stats.written - stats.successes} of them from episodes after the {stats.attempts} counted"
-    cli.print_summary([
-        ("demos written", f"{stats.written}{in_file}"),
-        ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),
-        ("env-frames/s", f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs, {args.device})"),
-        ("file", str(output)),
-        ("failed episodes", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
-        ("validator", verdict),
-    ])
+    cli.print_summary(
+        [
+            ("demos written", f"{stats.written}{in_file}"),
+            ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),
+            ("env-frames/s", f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs, {args.device})"),
+            ("file", str(output)),
+            (
+                "failed episodes",
+                str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept",
+            ),
+            ("validator", verdict),
+        ]
+    )
     if args.episodes is None and stats.written < args.num_demos:
         print(f"error: only {stats.written} of {args.num_demos} demos after {stats.attempts} episodes", file=sys.stderr)
         return 1

@@ -151,8 +151,10 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
             if env_args is not None:
                 data.attrs[schema.ATTR_ENV_ARGS] = env_args
             self._demo_count = count
-            raise RecordingError(f"{self.file_path}:/data/{name}: the episode could not be written ({exc}); "
-                                 "the file is as it was before it") from exc
+            raise RecordingError(
+                f"{self.file_path}:/data/{name}: the episode could not be written ({exc}); "
+                "the file is as it was before it"
+            ) from exc
         self._pending_env_args = {}
         self.successes_written += bool(episode.success)
         # On disk now, not after the other envs' episodes of this step (Isaac Lab flushes once per export

@@ -20,8 +20,13 @@ class OneLineError(RuntimeError):
     inside :func:`make_env` (where Isaac Lab's launcher would print one for any other exception)."""
 
 
-def add_sim_args(parser: argparse.ArgumentParser, *, num_envs: int, task: str | None = DEFAULT_TASK,
-                 task_help: str = "gym id of the task (default: %(default)s)") -> None:
+def add_sim_args(
+    parser: argparse.ArgumentParser,
+    *,
+    num_envs: int,
+    task: str | None = DEFAULT_TASK,
+    task_help: str = "gym id of the task (default: %(default)s)",
+) -> None:
     """Isaac Lab's usual flags, plus Hydra-style ``key=value`` overrides (e.g. ``physics=physx``)."""
     group = parser.add_argument_group("simulation")
     group.add_argument("--task", default=task, help=task_help)

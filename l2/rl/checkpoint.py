@@ -72,8 +72,10 @@ def check_layout(path: str | Path, checkpoint: dict, env: ManagerBasedRLEnv) -> 
     """Raise :class:`LayoutError` (one line naming both layouts) when the checkpoint does not fit ``env``."""
     want, have = env_layout(env), checkpoint_layout(checkpoint)
     named = all(n != "?" for key in have for n, _ in have[key])
-    same = have == want if named else all(
-        sum(w for _, w in have[k]) == sum(w for _, w in want[k]) for k in ("observation", "action")
+    same = (
+        have == want
+        if named
+        else all(sum(w for _, w in have[k]) == sum(w for _, w in want[k]) for k in ("observation", "action"))
     )
     if not same:
         raise LayoutError(f"{path}: checkpoint was trained on {describe(have)}; the env has {describe(want)}")

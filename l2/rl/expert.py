@@ -17,7 +17,10 @@ HOLDING_WIDTH = (0.02, 0.05)
 
 
 def reactive_pick_and_lift(
-    ee_pos: torch.Tensor, finger_width: torch.Tensor, cube_pos: torch.Tensor, grasp_quat: torch.Tensor,
+    ee_pos: torch.Tensor,
+    finger_width: torch.Tensor,
+    cube_pos: torch.Tensor,
+    grasp_quat: torch.Tensor,
     cfg: PickAndLiftCfg,
 ) -> torch.Tensor:
     """The state machine's targets as a function of the current state only: IK-absolute pose + gripper ``(N, 8)``.
@@ -34,7 +37,8 @@ def reactive_pick_and_lift(
     xy_err = torch.linalg.vector_norm(ee_pos[:, :2] - cube_pos[:, :2], dim=-1)
     to_grasp = torch.linalg.vector_norm(ee_pos - at_grasp, dim=-1)
     holding = (
-        (finger_width > HOLDING_WIDTH[0]) & (finger_width < HOLDING_WIDTH[1])
+        (finger_width > HOLDING_WIDTH[0])
+        & (finger_width < HOLDING_WIDTH[1])
         & (torch.linalg.vector_norm(ee_pos - cube_pos, dim=-1) < 0.045)
     )
     at_grasp_point = (xy_err < cfg.position_threshold) & (
@@ -99,8 +103,11 @@ class JointSpaceExpert:
         joints = ik._asset.data.joint_pos.torch
         cube = mdp.object_pose_in_robot_root_frame(self.env)
         pose_and_gripper = reactive_pick_and_lift(
-            mdp.ee_position_in_robot_root_frame(self.env), joints[:, self._fingers].sum(-1), cube[:, :3],
-            self._orientation(cube[:, 3:]), self.cfg,
+            mdp.ee_position_in_robot_root_frame(self.env),
+            joints[:, self._fingers].sum(-1),
+            cube[:, :3],
+            self._orientation(cube[:, 3:]),
+            self.cfg,
         )
         ik.process_actions(pose_and_gripper[:, :7])
         ee_pos, ee_quat = ik._compute_frame_pose()

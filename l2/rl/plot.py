@@ -68,7 +68,8 @@ def plot(run: Path, output: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], epilog="examples:" + __doc__.split("Examples::")[1],
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:" + __doc__.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run", type=Path, help="run folder of l2/rl/train.py (logs/rl/<run>)")

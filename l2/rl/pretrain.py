@@ -156,9 +156,13 @@ def pretrain(args: argparse.Namespace) -> int:
                     expert_acts[done_ids] = torch.rand(len(done_ids), device=env.device) < beta
             loss = fit(actor, torch.cat(data_obs), torch.cat(data_labels), last_action, args, generator)
             row = {
-                "round": rnd, "samples": sum(len(o) for o in data_obs), "loss": loss,
-                "expert_successes": finished[True][0], "expert_episodes": finished[True][1],
-                "policy_successes": finished[False][0], "policy_episodes": finished[False][1],
+                "round": rnd,
+                "samples": sum(len(o) for o in data_obs),
+                "loss": loss,
+                "expert_successes": finished[True][0],
+                "expert_episodes": finished[True][1],
+                "policy_successes": finished[False][0],
+                "policy_episodes": finished[False][1],
                 "seconds": round(time.perf_counter() - start, 1),
             }
             rows.append(row)
@@ -179,12 +183,14 @@ def pretrain(args: argparse.Namespace) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    cli.print_summary([
-        ("rounds", f"{args.rounds} ({rows[-1]['samples']} labelled states, {args.num_envs} envs)"),
-        ("wall time", f"{time.perf_counter() - start:.0f} s"),
-        ("checkpoint", str(output)),
-        ("round log", str(log)),
-    ])
+    cli.print_summary(
+        [
+            ("rounds", f"{args.rounds} ({rows[-1]['samples']} labelled states, {args.num_envs} envs)"),
+            ("wall time", f"{time.perf_counter() - start:.0f} s"),
+            ("checkpoint", str(output)),
+            ("round log", str(log)),
+        ]
+    )
     return 0
 
 

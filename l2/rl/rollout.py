@@ -29,7 +29,8 @@ from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     parser.add_argument(
-        "--checkpoint", default=None,
+        "--checkpoint",
+        default=None,
         help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the shipped policy, "
         "l2/rl/checkpoints/lift_cube_ppo/model.pt)",
     )

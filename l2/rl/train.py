@@ -40,7 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     group = parser.add_argument_group("training")
     group.add_argument(
-        "--agent", default=AGENT_ENTRY_POINT,
+        "--agent",
+        default=AGENT_ENTRY_POINT,
         help="registry key of the rsl_rl cfg: rsl_rl_cfg_entry_point (from scratch) or rsl_rl_finetune_cfg_entry_point "
         "(from a warm start, no entropy bonus) (default: %(default)s)",
     )
@@ -53,11 +54,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     start = group.add_mutually_exclusive_group()
     start.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
     start.add_argument(
-        "--init", default=None, metavar="CHECKPOINT",
+        "--init",
+        default=None,
+        metavar="CHECKPOINT",
         help="start PPO from this actor (e.g. the warm start of l2/rl/pretrain.py) with a new critic",
     )
     group.add_argument(
-        "--critic_warmup", type=int, default=0, metavar="ITERS",
+        "--critic_warmup",
+        type=int,
+        default=0,
+        metavar="ITERS",
         help="first fit the new critic for ITERS iterations with the actor frozen (with --init; default: %(default)s)",
     )
     group.add_argument(
@@ -144,12 +150,14 @@ def train(args: argparse.Namespace) -> int:
         steps = agent_cfg.max_iterations * agent_cfg.num_steps_per_env * env.num_envs
     seconds = time.perf_counter() - start
     checkpoints = sorted(log_dir.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-    cli.print_summary([
-        ("iterations", f"{agent_cfg.max_iterations} ({steps} env steps, {args.num_envs} envs, {args.device})"),
-        ("wall time", f"{seconds:.0f} s ({steps / seconds:.0f} env steps/s)"),
-        ("logs", f"{log_dir}  (tensorboard --logdir {args.log_root}; plot: python -m l2.rl.plot {log_dir})"),
-        ("checkpoint", str(checkpoints[-1]) if checkpoints else "none written"),
-    ])
+    cli.print_summary(
+        [
+            ("iterations", f"{agent_cfg.max_iterations} ({steps} env steps, {args.num_envs} envs, {args.device})"),
+            ("wall time", f"{seconds:.0f} s ({steps / seconds:.0f} env steps/s)"),
+            ("logs", f"{log_dir}  (tensorboard --logdir {args.log_root}; plot: python -m l2.rl.plot {log_dir})"),
+            ("checkpoint", str(checkpoints[-1]) if checkpoints else "none written"),
+        ]
+    )
     return 0 if checkpoints else 1
 
 

@@ -91,9 +91,7 @@ class PickAndLiftStateMachine:
         cube = mdp.object_pose_in_robot_root_frame(env)
         return self.compute(mdp.ee_position_in_robot_root_frame(env), cube[:, :3], cube[:, 3:])
 
-    def compute(
-        self, ee_pos: torch.Tensor, cube_pos: torch.Tensor, cube_quat: torch.Tensor
-    ) -> torch.Tensor:
+    def compute(self, ee_pos: torch.Tensor, cube_pos: torch.Tensor, cube_quat: torch.Tensor) -> torch.Tensor:
         """Advance every env by one control step and return actions ``(num_envs, 8)``.
 
         Args:

@@ -96,12 +96,28 @@ class TerminalKeyboard(DeviceBase):
     """
 
     _MOTION = {
-        "W": (0, 1.0), "S": (0, -1.0), "A": (1, 1.0), "D": (1, -1.0), "Q": (2, 1.0), "E": (2, -1.0),
-        "Z": (3, 1.0), "X": (3, -1.0), "T": (4, 1.0), "G": (4, -1.0), "C": (5, 1.0), "V": (5, -1.0),
+        "W": (0, 1.0),
+        "S": (0, -1.0),
+        "A": (1, 1.0),
+        "D": (1, -1.0),
+        "Q": (2, 1.0),
+        "E": (2, -1.0),
+        "Z": (3, 1.0),
+        "X": (3, -1.0),
+        "T": (4, 1.0),
+        "G": (4, -1.0),
+        "C": (5, 1.0),
+        "V": (5, -1.0),
     }
 
-    def __init__(self, pos_step: float = POS_STEP, rot_step: float = ROT_STEP, motion: bool = True,
-                 sim_device: str = "cpu", stream=None):
+    def __init__(
+        self,
+        pos_step: float = POS_STEP,
+        rot_step: float = ROT_STEP,
+        motion: bool = True,
+        sim_device: str = "cpu",
+        stream=None,
+    ):
         super().__init__()
         import termios  # noqa: PLC0415  (POSIX only)
 
@@ -200,8 +216,9 @@ def _split_keys(chunk: str) -> list[str]:
     return keys
 
 
-def create_device(name: str, callbacks: dict[str, Callable], sim_device: str, sensitivity: float = 1.0,
-                  trace=None, env_cfg=None) -> tuple[DeviceBase, list[DeviceBase]]:
+def create_device(
+    name: str, callbacks: dict[str, Callable], sim_device: str, sensitivity: float = 1.0, trace=None, env_cfg=None
+) -> tuple[DeviceBase, list[DeviceBase]]:
     """Build the device ``name`` with the session callbacks (``start_pause``, ``reset``, ``quit``,
     and for replay ``start``/``pause``) bound to its inputs.
 

@@ -74,8 +74,9 @@ class ScriptedOperator(DeviceBase):
         return torch.cat([dpos, drot, torch.tensor([gripper])]).to(torch.float32)
 
 
-def make_trace(output: str, seed: int, task: str | None = None, max_ticks: int = 1500,
-               overrides: list[str] | tuple[str, ...] = ()) -> int:
+def make_trace(
+    output: str, seed: int, task: str | None = None, max_ticks: int = 1500, overrides: list[str] | tuple[str, ...] = ()
+) -> int:
     from l2.recording import sim
     from l2.recording.handler import configure_recording
     from l2.teleop.run import DEFAULT_TASK
@@ -110,9 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", default="config/teleop/lift_cube_trace.json")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="cfg overrides and presets of the session, e.g. presets=no_cameras (faster; the trace "
-                             "replays the same with or without cameras)")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="cfg overrides and presets of the session, e.g. presets=no_cameras (faster; the trace "
+        "replays the same with or without cameras)",
+    )
     args = parser.parse_args(argv)
     return make_trace(args.output, args.seed, overrides=args.overrides)
 

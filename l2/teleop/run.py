@@ -42,8 +42,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)"
     )
     group.add_argument("--trace", default=None, help="device-input trace to play with --teleop_device replay")
-    group.add_argument("--record-trace", "--record_trace", dest="record_trace", default=None,
-                       help="write this session's device inputs and control events to a trace (JSON)")
+    group.add_argument(
+        "--record-trace",
+        "--record_trace",
+        dest="record_trace",
+        default=None,
+        help="write this session's device inputs and control events to a trace (JSON)",
+    )
     group.add_argument(
         "--num_success_steps",
         type=int,
@@ -153,12 +158,19 @@ def collect(args: argparse.Namespace) -> int:
             already = dataset_handler(env).get_num_episodes()
             step_hz = args.step_hz if args.step_hz is not None else (None if trace else 1.0 / env.step_dt)
             session = TeleopSession(
-                env, None, num_success_steps=args.num_success_steps, num_demos=args.num_demos, control=control,
-                step_hz=step_hz, recorder=recorder, render=args.visualizer != "none",
+                env,
+                None,
+                num_success_steps=args.num_success_steps,
+                num_demos=args.num_demos,
+                control=control,
+                step_hz=step_hz,
+                recorder=recorder,
+                render=args.visualizer != "none",
                 on_action=(lambda a: log.append(a.cpu().numpy().copy())) if args.log_actions else None,
             )
-            device, extras = create_device(args.teleop_device, session.callbacks(), env.device, args.sensitivity,
-                                           trace=trace, env_cfg=env_cfg)
+            device, extras = create_device(
+                args.teleop_device, session.callbacks(), env.device, args.sensitivity, trace=trace, env_cfg=env_cfg
+            )
             session.device = device
             # Devices without a start control start running; the others wait for "start".
             session.running = CONTROLS[args.teleop_device].start_pause is None and not extras
@@ -204,8 +216,14 @@ def collect(args: argparse.Namespace) -> int:
         ("file", str(output)),
         ("failed attempts", str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept"),
     ]
-    cli.write_stats(args, demos=stats.saved, attempts=stats.saved + stats.discarded + stats.dropped,
-                    successes=stats.saved, frames=stats.steps, seconds=stats.seconds)
+    cli.write_stats(
+        args,
+        demos=stats.saved,
+        attempts=stats.saved + stats.discarded + stats.dropped,
+        successes=stats.saved,
+        frames=stats.steps,
+        seconds=stats.seconds,
+    )
     ok = True
     if output.exists():
         ok, verdict = cli.validator_verdict(output)

@@ -44,9 +44,21 @@ class TeleopSession:
         on_action: called with every action sent to the env (logging).
     """
 
-    def __init__(self, env, device, *, num_success_steps: int = 10, num_demos: int = 0, control: str = "delta",
-                 start_running: bool = False, step_hz: float | None = None, recorder: TraceRecorder | None = None,
-                 on_action: Callable[[torch.Tensor], None] | None = None, render: bool = False, log=print):
+    def __init__(
+        self,
+        env,
+        device,
+        *,
+        num_success_steps: int = 10,
+        num_demos: int = 0,
+        control: str = "delta",
+        start_running: bool = False,
+        step_hz: float | None = None,
+        recorder: TraceRecorder | None = None,
+        on_action: Callable[[torch.Tensor], None] | None = None,
+        render: bool = False,
+        log=print,
+    ):
         self.env, self.device = env, device
         self.num_success_steps, self.num_demos = num_success_steps, num_demos
         self.control, self.step_hz, self.recorder = control, step_hz, recorder

@@ -101,8 +101,11 @@ class Trace:
         data = self.to_json()
         rows = lambda items: ",\n    ".join(json.dumps(x, separators=(",", ":")) for x in items)  # noqa: E731
         head = json.dumps({k: v for k, v in data.items() if k not in ("commands", "events")}, indent=2)[:-2]
-        atomic.write_text(path, f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n'
-                                f'  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n')
+        atomic.write_text(
+            path,
+            f'{head},\n  "events": [\n    {rows(data["events"])}\n  ],\n'
+            f'  "commands": [\n    {rows(data["commands"])}\n  ]\n}}\n',
+        )
 
 
 def load_trace(path: str | os.PathLike) -> Trace:

@@ -55,8 +55,9 @@ def tile(rows: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
     return out
 
 
-def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = (),
-                guard: bool = True) -> np.ndarray:
+def frame_strip(
+    path: str | Path, demo: int = 0, frames: int = 6, cameras: Sequence[str] = (), guard: bool = True
+) -> np.ndarray:
     """(rows x H, frames x W, 3) uint8: ``frames`` evenly spaced frames (first and last included) of each camera.
     ``guard=False``: the file was read through already (:class:`~l2.format.l2file.L2File`)."""
     try:
@@ -82,7 +83,8 @@ def frame_strip(path: str | Path, demo: int = 0, frames: int = 6, cameras: Seque
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m l2.tools.frame_strip", description=__doc__.split("\n\n")[0],
+        prog="python -m l2.tools.frame_strip",
+        description=__doc__.split("\n\n")[0],
         epilog="example: python -m l2.tools.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png",
     )
     parser.add_argument("file", help="L2 HDF5 file recorded with cameras")

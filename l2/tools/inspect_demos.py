@@ -54,8 +54,9 @@ def scan(files: list[str]) -> tuple[list[DemoRef], dict[str, dict]]:
                     if not cams:
                         cams = [f"{c} {'x'.join(map(str, g[schema.OBS][c].shape[1:3]))}" for c in camera_terms(g)]
                     ok = g.attrs.get(schema.ATTR_SUCCESS)
-                    refs.append(DemoRef(file, name, f.source(name), None if ok is None else bool(ok),
-                                        f.num_samples(name)))
+                    refs.append(
+                        DemoRef(file, name, f.source(name), None if ok is None else bool(ok), f.num_samples(name))
+                    )
                 where = schema.DATA_GROUP
                 info[file] = {"env": f.env_name or "", "demos": len(names), "cameras": cams}
         except L2FileError as exc:
@@ -76,8 +77,13 @@ def read_episode(f: h5py.File, ref: DemoRef, with_state: bool) -> EpisodeData:
             raise InspectError(f"{ref.file}:/{where}/{schema.ACTIONS}: expected (T, d), got {actions.shape}")
         lift = actions.shape[1] == schema.LIFT_ACTION_DIM
         names = schema.LIFT_ACTION_NAMES if lift else [f"{schema.ACTIONS}[{i}]" for i in range(actions.shape[1])]
-        ep = EpisodeData(f"{Path(ref.file).name} {ref.demo}", ref.source, ref.success, ref.length,
-                         action=report.columns(names, actions))
+        ep = EpisodeData(
+            f"{Path(ref.file).name} {ref.demo}",
+            ref.source,
+            ref.success,
+            ref.length,
+            action=report.columns(names, actions),
+        )
         if lift:
             ep.ee_xy = actions[:, schema.EE_POS_SLICE][:, :2]
         obs = g.get(schema.OBS)
@@ -87,8 +93,12 @@ def read_episode(f: h5py.File, ref: DemoRef, with_state: bool) -> EpisodeData:
                 ep.cube_xy, ep.cube_end_xy = cube[0, :2], cube[-1, :2]
             if with_state:
                 for term, ds in sorted(obs.items()):
-                    if (term != schema.ACTIONS and isinstance(ds, h5py.Dataset) and ds.ndim == 2
-                            and ds.dtype.kind == "f"):
+                    if (
+                        term != schema.ACTIONS
+                        and isinstance(ds, h5py.Dataset)
+                        and ds.ndim == 2
+                        and ds.dtype.kind == "f"
+                    ):
                         ep.state.update(report.columns([f"{term}[{i}]" for i in range(ds.shape[1])], ds[()]))
         return ep
     except READ_ERRORS as exc:
@@ -99,10 +109,10 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
     """The report of ``files`` (raises :class:`InspectError` on bad input)."""
     refs, info = scan(files)
     chosen = report.choose_episodes([r.source for r in refs], traced) if refs else []
-    b = ReportBuilder(f"L2 inspection: {len(files)} file(s), {len(refs)} episodes", chosen,
-                      report.spread(len(refs), report.MAX_PATHS))
-    b.facts += [("files", ", ".join(files)), ("episodes", str(len(refs))),
-                ("frames", str(sum(r.length for r in refs)))]
+    b = ReportBuilder(
+        f"L2 inspection: {len(files)} file(s), {len(refs)} episodes", chosen, report.spread(len(refs), report.MAX_PATHS)
+    )
+    b.facts += [("files", ", ".join(files)), ("episodes", str(len(refs))), ("frames", str(sum(r.length for r in refs)))]
     open_file, handle = None, None
     for k, ref in enumerate(tqdm(refs, desc="inspect", unit="ep", disable=not progress)):
         if ref.file != open_file:
@@ -113,8 +123,10 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
     if handle is not None:
         handle.close()
     if b.paths:
-        b.top_down_caption = ("End-effector path: the commanded target (actions x, y), in the robot root frame like "
-                              "the cube (obs/object_position at the first and last frames).")
+        b.top_down_caption = (
+            "End-effector path: the commanded target (actions x, y), in the robot root frame like "
+            "the cube (obs/object_position at the first and last frames)."
+        )
     for file in files:
         first = next((k for k in sorted(b.traced) if refs[k].file == file), None)
         if first is None or not info[file]["cameras"]:
@@ -125,38 +137,59 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
         except (ValueError, *READ_ERRORS) as exc:
             raise InspectError(str(exc) if isinstance(exc, ValueError) else f"{file}: {exc}") from None
         cams = ", ".join(c.split()[0] for c in info[file]["cameras"])
-        b.add_strip(f"{Path(file).name} {ref.demo} ({ref.length} frames): {cams}, top to bottom; "
-                    f"{frames} frames from first to last", strip)
+        b.add_strip(
+            f"{Path(file).name} {ref.demo} ({ref.length} frames): {cams}, top to bottom; "
+            f"{frames} frames from first to last",
+            strip,
+        )
     rows = []
     for file in files:
         mine = [r for r in refs if r.file == file]
-        rows.append([file, info[file]["env"], len(mine), sum(r.success is True for r in mine),
-                     sum(r.success is False for r in mine), sum(r.length for r in mine),
-                     ", ".join(info[file]["cameras"]) or "none"])
+        rows.append(
+            [
+                file,
+                info[file]["env"],
+                len(mine),
+                sum(r.success is True for r in mine),
+                sum(r.success is False for r in mine),
+                sum(r.length for r in mine),
+                ", ".join(info[file]["cameras"]) or "none",
+            ]
+        )
     b.add_table("Files", ["file", "env_name", "demos", "successful", "failed", "frames", "cameras"], rows)
     return b
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m l2.tools.inspect_demos", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="example: python -m l2.tools.inspect_demos data/demos/*.hdf5 "
-                                "--output report.html")
-    p.add_argument("files", nargs="+", help="L2 HDF5 files (a demo's source: its own source attribute, else "
-                   "the file name's prefix or its shard folder's)")
+    p = argparse.ArgumentParser(
+        prog="python -m l2.tools.inspect_demos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: python -m l2.tools.inspect_demos data/demos/*.hdf5 --output report.html",
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        help="L2 HDF5 files (a demo's source: its own source attribute, else "
+        "the file name's prefix or its shard folder's)",
+    )
     p.add_argument("--output", "-o", required=True, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    p.add_argument("--episodes", type=int, default=TRACED,
-                   help="episodes whose trajectories are drawn (default: %(default)s)")
+    p.add_argument(
+        "--episodes", type=int, default=TRACED, help="episodes whose trajectories are drawn (default: %(default)s)"
+    )
     p.add_argument("--frames", type=int, default=8, help="frames per camera in the strips (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.episodes < 1 or args.frames < 1:
         p.error("--episodes and --frames must be >= 1")
     missing = next((f for f in args.files if not Path(f).is_file()), None)
-    return report.run(args.output, args.overwrite,
-                      lambda: build(args.files, args.episodes, args.frames, progress=not args.quiet),
-                      f"{missing}: no such file" if missing else None)
+    return report.run(
+        args.output,
+        args.overwrite,
+        lambda: build(args.files, args.episodes, args.frames, progress=not args.quiet),
+        f"{missing}: no such file" if missing else None,
+    )
 
 
 if __name__ == "__main__":

@@ -97,22 +97,37 @@ def check_same_task(inputs: Sequence[_Input], env_name: str | None) -> None:
         if diff:
             only_name = all(d.startswith("env_name ") for d in diff)
             hint = " (--env-name NAME merges variants of one task)" if only_name else ""
-            raise MergeError(f"{ref.path} and {other.path} are not of the same task: /data env_args differ in "
-                             f"{', '.join(diff)}{hint}")
+            raise MergeError(
+                f"{ref.path} and {other.path} are not of the same task: /data env_args differ in "
+                f"{', '.join(diff)}{hint}"
+            )
         if ref.layout is not None and other.layout is not None:
             if ref.layout != other.layout:
-                raise MergeError(f"{ref.path} and {other.path} record different obs: "
-                                 f"{describe_obs_layout(ref.layout)} vs {describe_obs_layout(other.layout)}")
+                raise MergeError(
+                    f"{ref.path} and {other.path} record different obs: "
+                    f"{describe_obs_layout(ref.layout)} vs {describe_obs_layout(other.layout)}"
+                )
             if ref.action_shape != other.action_shape:
-                raise MergeError(f"{ref.path} and {other.path} have different action widths: "
-                                 f"{ref.action_shape} vs {other.action_shape}")
+                raise MergeError(
+                    f"{ref.path} and {other.path} have different action widths: "
+                    f"{ref.action_shape} vs {other.action_shape}"
+                )
         if ref.format_version != other.format_version:
-            raise MergeError(f"{ref.path} and {other.path} have different format_version "
-                             f"({ref.format_version} vs {other.format_version})")
+            raise MergeError(
+                f"{ref.path} and {other.path} have different format_version "
+                f"({ref.format_version} vs {other.format_version})"
+            )
 
 
-def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, overwrite: bool = False,
-          env_name: str | None = None, action_dim: int | None = LIFT_ACTION_DIM, progress: bool = False) -> dict:
+def merge(
+    inputs: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    env_name: str | None = None,
+    action_dim: int | None = LIFT_ACTION_DIM,
+    progress: bool = False,
+) -> dict:
     """Merge L2 files of one task into ``output``; returns a summary dict (demos, samples, per-input counts).
 
     ``env_name``: the merged file's ``env_args["env_name"]``, which lets files of variants of one task
@@ -140,8 +155,14 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
     output.parent.mkdir(parents=True, exist_ok=True)
     per_input: list[tuple[str, int, int]] = []
     total = 0
-    bar = tqdm(total=sum(len(f.demos) for f in files), desc="merging", unit="demo", disable=not progress,
-               file=sys.stderr, leave=False)
+    bar = tqdm(
+        total=sum(len(f.demos) for f in files),
+        desc="merging",
+        unit="demo",
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+    )
     try:
         with atomic.replacing(output, tag="merging") as tmp, h5py.File(tmp, "w") as out:
             if files[0].format_version is not None:
@@ -168,10 +189,19 @@ def merge(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *, ove
             data.attrs[schema.ATTR_ENV_ARGS] = json.dumps(env_args)
     finally:
         bar.close()
-    notices = [f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.tools.split on the merged "
-               "file" for f in files if f.has_masks]
-    return {"output": str(output), "demos": sum(n for _, n, _ in per_input), "samples": total,
-            "inputs": per_input, "env_name": env_args.get("env_name"), "notices": notices}
+    notices = [
+        f"{f.path}: its filter keys (mask/) are not carried over; run python -m l2.tools.split on the merged file"
+        for f in files
+        if f.has_masks
+    ]
+    return {
+        "output": str(output),
+        "demos": sum(n for _, n, _ in per_input),
+        "samples": total,
+        "inputs": per_input,
+        "env_name": env_args.get("env_name"),
+        "notices": notices,
+    }
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -188,12 +218,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="IN", help="L2 HDF5 files to merge, in this order")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="merged .hdf5 file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    p.add_argument("--env-name", metavar="NAME",
-                   help="env_name of the merged file; allows inputs whose env_name differs (variants of one "
-                   "task, e.g. L2-Lift-Cube-Franka-IK-Abs-Scripted and -Teleop); the rest of env_args must match")
-    p.add_argument("--action-dim", type=_action_dim, default=LIFT_ACTION_DIM, metavar="N",
-                   help=f"expected action width when validating the inputs (default {LIFT_ACTION_DIM}; 0 skips the "
-                   "width and quaternion checks), as python -m l2.format.validate")
+    p.add_argument(
+        "--env-name",
+        metavar="NAME",
+        help="env_name of the merged file; allows inputs whose env_name differs (variants of one "
+        "task, e.g. L2-Lift-Cube-Franka-IK-Abs-Scripted and -Teleop); the rest of env_args must match",
+    )
+    p.add_argument(
+        "--action-dim",
+        type=_action_dim,
+        default=LIFT_ACTION_DIM,
+        metavar="N",
+        help=f"expected action width when validating the inputs (default {LIFT_ACTION_DIM}; 0 skips the "
+        "width and quaternion checks), as python -m l2.format.validate",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     return p
 
@@ -202,8 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     t0 = time.perf_counter()
     try:
-        summary = merge(args.inputs, args.output, overwrite=args.overwrite, env_name=args.env_name,
-                        action_dim=args.action_dim or None, progress=not args.quiet and sys.stderr.isatty())
+        summary = merge(
+            args.inputs,
+            args.output,
+            overwrite=args.overwrite,
+            env_name=args.env_name,
+            action_dim=args.action_dim or None,
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
     except MergeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -212,8 +256,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {path}: {demos} demos, {samples} samples")
         for notice in summary["notices"]:
             print(f"  notice: {notice}")
-    print(f"wrote {summary['output']}: {summary['demos']} demos, {summary['samples']} samples, "
-          f"env_name={summary['env_name']} ({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"wrote {summary['output']}: {summary['demos']} demos, {summary['samples']} samples, "
+        f"env_name={summary['env_name']} ({time.perf_counter() - t0:.1f} s)"
+    )
     return 0
 
 

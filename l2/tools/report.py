@@ -114,8 +114,14 @@ class Table:
 class ReportBuilder:
     """Collects episodes (streamed) and extra sections, then renders one HTML page."""
 
-    def __init__(self, title: str, traced: Sequence[int] = (), path_episodes: set[int] | None = None,
-                 sample_values: int = SAMPLE_VALUES, seed: int = 0):
+    def __init__(
+        self,
+        title: str,
+        traced: Sequence[int] = (),
+        path_episodes: set[int] | None = None,
+        sample_values: int = SAMPLE_VALUES,
+        seed: int = 0,
+    ):
         """``traced``: indices (in :meth:`add` order) of the episodes whose trajectories are drawn;
         ``path_episodes``: those whose end-effector path is drawn (None: every one)."""
         self.title = title
@@ -143,9 +149,16 @@ class ReportBuilder:
         for name, values in ep.action.items():
             self.samples.setdefault(name, ValueSample(self.sample_values, self.rng)).add(values)
         if index in self.traced:
-            self.trajectories.append(EpisodeData(ep.label, ep.source, ep.success, ep.length,
-                                                 {k: np.array(v) for k, v in ep.action.items()},
-                                                 {k: np.array(v) for k, v in ep.state.items()}))
+            self.trajectories.append(
+                EpisodeData(
+                    ep.label,
+                    ep.source,
+                    ep.success,
+                    ep.length,
+                    {k: np.array(v) for k, v in ep.action.items()},
+                    {k: np.array(v) for k, v in ep.state.items()},
+                )
+            )
         if ep.cube_xy is not None:
             self.cubes.append((ep.source, ep.success, np.array(ep.cube_xy, np.float32)))
         if ep.cube_end_xy is not None:
@@ -168,8 +181,19 @@ class ReportBuilder:
             eps = [(ok, n) for s, ok, n in self.episodes if s == source]
             lengths = np.array([n for _, n in eps])
             c = Counter(ok for ok, _ in eps)
-            rows.append([source, len(eps), c[True], c[False], c[None], int(lengths.sum()),
-                         f"{lengths.mean():.1f}", int(lengths.min()), int(lengths.max())])
+            rows.append(
+                [
+                    source,
+                    len(eps),
+                    c[True],
+                    c[False],
+                    c[None],
+                    int(lengths.sum()),
+                    f"{lengths.mean():.1f}",
+                    int(lengths.min()),
+                    int(lengths.max()),
+                ]
+            )
         return rows
 
     def html(self) -> str:
@@ -179,37 +203,53 @@ class ReportBuilder:
         matplotlib.use("Agg")
         parts = [f"<h1>{_esc(self.title)}</h1>"]
         if self.facts:
-            parts.append("<table class='facts'>" + "".join(
-                f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in self.facts) + "</table>")
+            parts.append(
+                "<table class='facts'>"
+                + "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in self.facts)
+                + "</table>"
+            )
         parts += [f"<p class='note'>{_esc(n)}</p>" for n in self.notes]
         if not self.episodes:
             parts.append("<p>No episodes.</p>")
             return _page(self.title, parts)
-        header = ["source", "episodes", "successful", "failed", "success unknown", "frames", "mean length",
-                  "min", "max"]
+        header = [
+            "source",
+            "episodes",
+            "successful",
+            "failed",
+            "success unknown",
+            "frames",
+            "mean length",
+            "min",
+            "max",
+        ]
         parts.append(_section(self.source_title, _table(header, self.source_rows())))
         parts.append(_section("Counts and episode lengths", _img(self._counts_figure(), "counts and lengths")))
         for group, what in (("state", "State"), ("action", "Action")):
             fig = self._trajectory_figure(group)
             if fig is not None:
                 labels = ", ".join(e.label for e in self.trajectories)
-                parts.append(_section(f"{what} trajectories", f"<p>Episodes: {_esc(labels)}.</p>"
-                                      + _img(fig, f"{group} trajectories")))
+                parts.append(
+                    _section(
+                        f"{what} trajectories", f"<p>Episodes: {_esc(labels)}.</p>" + _img(fig, f"{group} trajectories")
+                    )
+                )
         fig = self._histogram_figure()
         if fig is not None:
             seen = sum(s.seen for s in self.samples.values())
             kept = sum(len(s.values) for s in self.samples.values())
             note = "all values" if kept == seen else f"a uniform sample of {kept:,} of {seen:,} values"
-            parts.append(_section("Action value histograms", f"<p>From {note}.</p>"
-                                  + _img(fig, "action histograms")))
+            parts.append(_section("Action value histograms", f"<p>From {note}.</p>" + _img(fig, "action histograms")))
         fig = self._top_down_figure()
         if fig is not None:
             caption = f"<p>{_esc(self.top_down_caption)}</p>" if self.top_down_caption else ""
-            parts.append(_section("Top-down: cube start positions and end-effector paths",
-                                  caption + _img(fig, "top-down view")))
+            parts.append(
+                _section("Top-down: cube start positions and end-effector paths", caption + _img(fig, "top-down view"))
+            )
         if self.strips:
-            parts.append(_section("Camera frames", "".join(
-                f"<h3>{_esc(t)}</h3>" + _jpeg(img, t) for t, img in self.strips)))
+            parts.append(
+                _section("Camera frames", "".join(f"<h3>{_esc(t)}</h3>" + _jpeg(img, t) for t, img in self.strips))
+            )
         for t in self.tables:
             body = (f"<p>{_esc(t.note)}</p>" if t.note else "") + _table(t.header, t.rows)
             parts.append(_section(t.title, body))
@@ -270,8 +310,10 @@ class ReportBuilder:
         styles = ("-", "--", ":", "-.")
         style = {}  # one colour per source (as in the other plots), one line style per episode of a source
         for e in self.trajectories:
-            style[e.label] = (colors.get(e.source, "k"), styles[sum(f.source == e.source for f in self.trajectories
-                                                                    if f.label in style) % len(styles)])
+            style[e.label] = (
+                colors.get(e.source, "k"),
+                styles[sum(f.source == e.source for f in self.trajectories if f.label in style) % len(styles)],
+            )
         fig, axes = self._grid(len(names))
         handles: dict[str, object] = {}
         for ax, name in zip(axes, names, strict=False):
@@ -283,8 +325,14 @@ class ReportBuilder:
                     handles.setdefault(e.label, line)
             ax.set_title(name, fontsize=9)
             ax.tick_params(labelsize=7)
-        fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(4, len(handles)),
-                   fontsize=8, frameon=False)
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="upper center",
+            ncol=min(4, len(handles)),
+            fontsize=8,
+            frameon=False,
+        )
         fig.supxlabel("frame", fontsize=9)
         fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
         return fig
@@ -317,16 +365,37 @@ class ReportBuilder:
                 if pts:
                     a = np.array(pts)
                     state = {True: "successful", False: "failed", None: "success unknown"}[ok]
-                    ax.scatter(a[:, 0], a[:, 1], color=colors[source], marker=marker, s=28,
-                               label=f"{source} cube start ({state})", zorder=3)
+                    ax.scatter(
+                        a[:, 0],
+                        a[:, 1],
+                        color=colors[source],
+                        marker=marker,
+                        s=28,
+                        label=f"{source} cube start ({state})",
+                        zorder=3,
+                    )
             ends = [xy for s, xy in self.cube_ends if s == source]
             if ends:
                 a = np.array(ends)
-                ax.scatter(a[:, 0], a[:, 1], color=colors[source], marker="^", s=18, alpha=0.6,
-                           label=f"{source} cube at the end")
+                ax.scatter(
+                    a[:, 0],
+                    a[:, 1],
+                    color=colors[source],
+                    marker="^",
+                    s=18,
+                    alpha=0.6,
+                    label=f"{source} cube at the end",
+                )
             if any(s == source for s, _ in self.paths):
-                ax.plot([], [], color=colors[source], lw=1, marker=".", ms=4,
-                        label=f"{source} end-effector path (dot: its end)")
+                ax.plot(
+                    [],
+                    [],
+                    color=colors[source],
+                    lw=1,
+                    marker=".",
+                    ms=4,
+                    label=f"{source} end-effector path (dot: its end)",
+                )
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")
@@ -393,8 +462,10 @@ th,td{border:1px solid #ddd;padding:.2em .5em;text-align:left}th{background:#f3f
 
 
 def _page(title: str, parts: list[str]) -> str:
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> str | None:
@@ -406,8 +477,9 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> str | None:
     return None
 
 
-def run(output: str | os.PathLike, overwrite: bool, build: Callable[[], ReportBuilder],
-        error: str | None = None) -> int:
+def run(
+    output: str | os.PathLike, overwrite: bool, build: Callable[[], ReportBuilder], error: str | None = None
+) -> int:
     """The inspect CLIs' common end: refuse a bad input (``error``) or output in one line (exit 2), else
     build the page (its InspectError also one line), write it and print the summary line (exit 0)."""
     import time
@@ -434,5 +506,7 @@ def finish(builder: ReportBuilder, output: str | os.PathLike, started: float) ->
     size = Path(output).stat().st_size
     n = len(builder.episodes)
     frames = sum(length for _, _, length in builder.episodes)
-    return (f"{output}: {n} episodes ({frames} frames), {len(builder.strips)} frame strips, "
-            f"{size / 1e6:.2f} MB, {time.perf_counter() - started:.1f} s")
+    return (
+        f"{output}: {n} episodes ({frames} frames), {len(builder.strips)} frame strips, "
+        f"{size / 1e6:.2f} MB, {time.perf_counter() - started:.1f} s"
+    )

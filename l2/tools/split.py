@@ -56,8 +56,9 @@ def mask_keys(first: int | None = None) -> tuple[str, str]:
     return (TRAIN, VALID) if first is None else (f"{TRAIN}_{first}", f"{VALID}_{first}")
 
 
-def split(path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False,
-          first: int | None = None) -> tuple[list, list]:
+def split(
+    path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False, first: int | None = None
+) -> tuple[list, list]:
     """Write ``mask/train`` and ``mask/valid`` (see :func:`mask_keys`) into the L2 file at ``path``; returns
     (train, valid) names."""
     file = os.fspath(path)
@@ -105,12 +106,22 @@ def main(argv: list[str] | None = None) -> int:
         "--filter-key NAME. Exit status: 0 written, 2 bad input or usage (one line, file untouched).",
     )
     p.add_argument("file", metavar="FILE", help="L2 HDF5 file")
-    p.add_argument("--valid", type=_ratio, default=0.1, metavar="RATIO",
-                   help="share of demos for mask/valid (default 0.1; rounded, at least 1 when > 0, train never empty)")
+    p.add_argument(
+        "--valid",
+        type=_ratio,
+        default=0.1,
+        metavar="RATIO",
+        help="share of demos for mask/valid (default 0.1; rounded, at least 1 when > 0, train never empty)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random draw (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing mask/train or mask/valid")
-    p.add_argument("--first", type=int, default=None, metavar="N",
-                   help="split only the first N demos, into mask/train_<N> and mask/valid_<N>")
+    p.add_argument(
+        "--first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="split only the first N demos, into mask/train_<N> and mask/valid_<N>",
+    )
     args = p.parse_args(argv)
     if args.first is not None and args.first < 2:
         p.error("--first must be at least 2")
@@ -120,8 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     keys = mask_keys(args.first)
-    print(f"{args.file}: mask/{keys[0]} {len(train)} demos, mask/{keys[1]} {len(val)} demos "
-          f"({', '.join(val) or 'none'}), seed {args.seed}")
+    print(
+        f"{args.file}: mask/{keys[0]} {len(train)} demos, mask/{keys[1]} {len(val)} demos "
+        f"({', '.join(val) or 'none'}), seed {args.seed}"
+    )
     return 0
 
 

@@ -64,7 +64,7 @@ def _is_jpeg(ds: h5py.Dataset) -> bool:
 def _trim(row: np.ndarray) -> np.ndarray:
     b = row.tobytes()
     end = b.rfind(_EOI)
-    return row[:end + 2] if end >= 0 else row
+    return row[: end + 2] if end >= 0 else row
 
 
 class _Trimmed:
@@ -126,11 +126,12 @@ class AlohaReader:
         """JPEG cameras as (T, H, W, 3) uint8 (frame 0 decoded); the file names no columns."""
         out: Terms = {}
         with self._cached(ref.file) as f:
+
             def visit(name: str, obj) -> None:
                 if not isinstance(obj, h5py.Dataset):
                     return
                 if name.startswith(IMAGES + "/") and _is_jpeg(obj):
-                    cam = name[len(IMAGES) + 1:]
+                    cam = name[len(IMAGES) + 1 :]
                     h, w = first_frame_shape(ref.file, f"/{name}", _Trimmed(obj), lambda i: f"camera {cam}, frame {i}")
                     out[name] = ((obj.shape[0], h, w, 3), "uint8")
                 else:
@@ -147,30 +148,49 @@ class AlohaReader:
 
         def split(src: str) -> tuple[Slice, ...]:
             if terms[src][0][1:] == (BIMANUAL_DOF,):
-                return (Slice("left_arm", src, 0, 6), Slice("left_gripper", src, 6, 7),
-                        Slice("right_arm", src, 7, 13), Slice("right_gripper", src, 13, 14))
+                return (
+                    Slice("left_arm", src, 0, 6),
+                    Slice("left_gripper", src, 6, 7),
+                    Slice("right_arm", src, 7, 13),
+                    Slice("right_gripper", src, 13, 14),
+                )
             return (Slice(src.rsplit("/", 1)[-1], src),)
 
-        cams = tuple(Camera(n[len(IMAGES) + 1:], n) for n in sorted(terms) if n.startswith(IMAGES + "/"))
-        return Mapping(robot_type="aloha", fps=DEFAULT_FPS, task=ref.task or "unspecified task",
-                       state=split(qpos), action=split(act), cameras=cams)
+        cams = tuple(Camera(n[len(IMAGES) + 1 :], n) for n in sorted(terms) if n.startswith(IMAGES + "/"))
+        return Mapping(
+            robot_type="aloha",
+            fps=DEFAULT_FPS,
+            task=ref.task or "unspecified task",
+            state=split(qpos),
+            action=split(act),
+            cameras=cams,
+        )
 
     def notices(self, refs: Sequence[AlohaRef], mapping: Mapping) -> list[str]:
         return []
 
-    def read(self, ref: AlohaRef, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
-             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    def read(
+        self,
+        ref: AlohaRef,
+        mapping: Mapping,
+        dims: dict[str, tuple[int, ...]],
+        *,
+        task: str | None = None,
+        check: bool = True,
+        check_frames: bool = False,
+    ) -> Episode:
         """Read and check one episode (see :meth:`l3.readers.common.Reader.read`)."""
         file, T = ref.file, ref.length
         with self._cached(file) as f, reading(file, "/"):
             if check:
+
                 def visit(name: str, obj) -> None:
                     if isinstance(obj, h5py.Dataset) and name != COMPRESS_LEN:
                         n = obj.shape[0] if obj.shape else 0
                         if n != T:
                             what = "frames" if name.startswith(IMAGES + "/") else "rows"
-                            raise InputError(file, f"/{name}", f"{n} {what} but the episode has {T} rows "
-                                             f"(/{ACTION})")
+                            raise InputError(file, f"/{name}", f"{n} {what} but the episode has {T} rows (/{ACTION})")
+
                 f.visititems(visit)
                 cl = f.get(COMPRESS_LEN)
                 if isinstance(cl, h5py.Dataset) and (cl.ndim != 2 or cl.shape[1] != T):
@@ -178,8 +198,15 @@ class AlohaReader:
             arrays: dict[str, np.ndarray] = {}
             for s in (*mapping.state, *mapping.action):
                 if s.source not in arrays:
-                    arrays[s.source] = read_float(file, f"/{s.source}", f.get(s.source), T, dims[s.source],
-                                                  check, f"the episode has {T} (/{ACTION})")
+                    arrays[s.source] = read_float(
+                        file,
+                        f"/{s.source}",
+                        f.get(s.source),
+                        T,
+                        dims[s.source],
+                        check,
+                        f"the episode has {T} (/{ACTION})",
+                    )
             cameras: dict = {}
             for c in mapping.cameras:
                 path = f"/{c.source}"
@@ -192,21 +219,29 @@ class AlohaReader:
                 name = c.source.rsplit("/", 1)[-1]
                 what = lambda i, n=name: f"camera {n}, frame {i}"  # noqa: E731
                 if _is_jpeg(ds):
-                    cameras[c.key] = JpegFrames(lambda p=path: self._trimmed(file, p), file, path, (T, h, w, 3),
-                                                what)
+                    cameras[c.key] = JpegFrames(lambda p=path: self._trimmed(file, p), file, path, (T, h, w, 3), what)
                 elif ds.dtype == np.uint8 and ds.ndim == 4 and ds.shape[1:] == (h, w, 3):
                     cameras[c.key] = H5Frames(partial(self._cached, file), file, path, (T, h, w, 3))
                 else:
-                    raise InputError(file, path, f"camera must be (T, H, W, 3) uint8 frames of the first episode's "
-                                     f"size {h}x{w}, or (T, L) uint8 padded JPEG; got {ds.dtype} {ds.shape}")
+                    raise InputError(
+                        file,
+                        path,
+                        f"camera must be (T, H, W, 3) uint8 frames of the first episode's "
+                        f"size {h}x{w}, or (T, L) uint8 padded JPEG; got {ds.dtype} {ds.shape}",
+                    )
         if check_frames:
             read_all_frames(cameras)
-        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start:s.end])  # noqa: E731
-        return Episode(length=T, state={s.key: take(s) for s in mapping.state},
-                       action={s.key: take(s) for s in mapping.action}, cameras=cameras,
-                       task=task if task is not None else (ref.task or mapping.task), source=ref.source,
-                       success=True, fields={"file": ref.file, "episode": os.path.basename(ref.file),
-                                             "format": FORMAT})
+        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start : s.end])  # noqa: E731
+        return Episode(
+            length=T,
+            state={s.key: take(s) for s in mapping.state},
+            action={s.key: take(s) for s in mapping.action},
+            cameras=cameras,
+            task=task if task is not None else (ref.task or mapping.task),
+            source=ref.source,
+            success=True,
+            fields={"file": ref.file, "episode": os.path.basename(ref.file), "format": FORMAT},
+        )
 
     def close(self) -> None:
         self._files.close()

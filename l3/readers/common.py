@@ -90,8 +90,16 @@ class Reader(Protocol):
     def notices(self, refs: Sequence[EpisodeRef], mapping: Mapping) -> list[str]:
         """What the user should know about these episodes under ``mapping``."""
 
-    def read(self, ref: EpisodeRef, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
-             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    def read(
+        self,
+        ref: EpisodeRef,
+        mapping: Mapping,
+        dims: dict[str, tuple[int, ...]],
+        *,
+        task: str | None = None,
+        check: bool = True,
+        check_frames: bool = False,
+    ) -> Episode:
         """Read and check one episode; ``dims`` gives the expected per-row shape of every mapped source.
 
         Raises InputError naming the file and HDF5 path of the first problem. ``check=False``
@@ -131,8 +139,12 @@ class _Reading:
 def check_name(file: str, path: str, name: str, what: str = "camera name") -> str:
     """Return ``name`` if it is safe as a path component of the output, else raise InputError."""
     if not safe_name(name) or len(name) > 100:
-        raise InputError(file, path, f"unsafe {what} {name!r}: it becomes part of the output paths; "
-                         "allowed: letters, digits, '_', '-', '.', '+' (no '..', no leading '.' or '-')")
+        raise InputError(
+            file,
+            path,
+            f"unsafe {what} {name!r}: it becomes part of the output paths; "
+            "allowed: letters, digits, '_', '-', '.', '+' (no '..', no leading '.' or '-')",
+        )
     return name
 
 
@@ -198,8 +210,16 @@ def check_finite(file: str, path: str, a: np.ndarray) -> None:
         raise InputError(file, path, f"{what} at row {bad[0]}" + (f", column {bad[1]}" if len(bad) > 1 else ""))
 
 
-def read_float(file: str, path: str, ds, T: int, row_shape: tuple[int, ...] | None, check: bool, rows: str,
-               missing: str = "missing mapped dataset") -> np.ndarray:
+def read_float(
+    file: str,
+    path: str,
+    ds,
+    T: int,
+    row_shape: tuple[int, ...] | None,
+    check: bool,
+    rows: str,
+    missing: str = "missing mapped dataset",
+) -> np.ndarray:
     """A mapped (T, d) float dataset (h5py, or already read) as float32 (float64 inputs are cast), checked
     against ``row_shape``; ``rows`` says where T comes from (``"num_samples is 12"``)."""
     if not isinstance(ds, h5py.Dataset | np.ndarray):
@@ -299,8 +319,13 @@ class H5Frames:
     (``partial(open_hdf5, file)``) or a reader's cached one.
     """
 
-    def __init__(self, opener: Callable[[], AbstractContextManager[h5py.File]], file: str, path: str,
-                 shape: tuple[int, int, int, int]):
+    def __init__(
+        self,
+        opener: Callable[[], AbstractContextManager[h5py.File]],
+        file: str,
+        path: str,
+        shape: tuple[int, int, int, int],
+    ):
         self.opener, self.file, self.path, self.shape = opener, file, path, shape
 
     def chunks(self) -> Iterator[np.ndarray]:
@@ -308,5 +333,5 @@ class H5Frames:
             ds = f[self.path]
             for i in range(0, self.shape[0], FRAME_CHUNK):
                 with reading(self.file, self.path, f"cannot read frames {i}.."):
-                    frames = np.ascontiguousarray(ds[i:i + FRAME_CHUNK])
+                    frames = np.ascontiguousarray(ds[i : i + FRAME_CHUNK])
                 yield frames

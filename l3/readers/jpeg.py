@@ -54,8 +54,9 @@ class JpegDecoder:
         return frames[0].to_ndarray(format="rgb24")
 
 
-def decode_rows(file: str, path: str, rows, start: int, decoder: JpegDecoder,
-                shape: tuple[int, int] | None) -> np.ndarray:
+def decode_rows(
+    file: str, path: str, rows, start: int, decoder: JpegDecoder, shape: tuple[int, int] | None
+) -> np.ndarray:
     """Decode ``rows`` (frames ``start``, ``start+1``, ...) into an (n, H, W, 3) array."""
     out = None
     for k, row in enumerate(rows):
@@ -66,8 +67,12 @@ def decode_rows(file: str, path: str, rows, start: int, decoder: JpegDecoder,
             raise InputError(file, path, f"{decoder.what(i)}: {e}") from None
         img = decoder.decode(data, i)
         if shape is not None and img.shape[:2] != tuple(shape):
-            raise InputError(file, path, f"{decoder.what(i)}: image is {img.shape[1]}x{img.shape[0]}, "
-                             f"frame 0 is {shape[1]}x{shape[0]} (one size per camera)")
+            raise InputError(
+                file,
+                path,
+                f"{decoder.what(i)}: image is {img.shape[1]}x{img.shape[0]}, "
+                f"frame 0 is {shape[1]}x{shape[0]} (one size per camera)",
+            )
         if out is None:
             out = np.empty((len(rows), *img.shape), dtype=np.uint8)
         out[k] = img
@@ -81,8 +86,14 @@ class JpegFrames:
     cached file) or a mapping from ``path`` to the rows (ALOHA's padded rows, trimmed).
     """
 
-    def __init__(self, opener: Callable[[], AbstractContextManager[h5py.File]], file: str, path: str,
-                 shape: tuple[int, int, int, int], what: Callable[[int], str] = lambda i: f"frame {i}"):
+    def __init__(
+        self,
+        opener: Callable[[], AbstractContextManager[h5py.File]],
+        file: str,
+        path: str,
+        shape: tuple[int, int, int, int],
+        what: Callable[[int], str] = lambda i: f"frame {i}",
+    ):
         self.opener, self.file, self.path, self.shape, self.what = opener, file, path, shape, what
 
     def chunks(self) -> Iterator[np.ndarray]:
@@ -92,7 +103,7 @@ class JpegFrames:
             ds = f[self.path]
             for i in range(0, T, FRAME_CHUNK):
                 with reading(self.file, self.path, f"cannot read frames {i}.."):
-                    rows = ds[i:min(i + FRAME_CHUNK, T)]
+                    rows = ds[i : min(i + FRAME_CHUNK, T)]
                 yield decode_rows(self.file, self.path, rows, i, decoder, (H, W))
 
 

@@ -103,16 +103,20 @@ def recorded_rate(file: str, sim_args: object) -> float | None:
     dt = sim_args.get("dt") if isinstance(sim_args, dict) else None
     decimation = sim_args.get("decimation") if isinstance(sim_args, dict) else None
     if not (isinstance(dt, (int, float)) and isinstance(decimation, int) and dt > 0 and decimation > 0):
-        raise InputError(file, f"/{schema.DATA_GROUP}", f"env_args sim_args must hold dt > 0 and decimation >= 1, "
-                         f"got {sim_args!r}")
+        raise InputError(
+            file, f"/{schema.DATA_GROUP}", f"env_args sim_args must hold dt > 0 and decimation >= 1, got {sim_args!r}"
+        )
     return 1.0 / (dt * decimation)
 
 
 def quaternion_notice(file: str, mapping: Mapping) -> str:
     """The notice printed once per legacy file."""
-    parts = [f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}] -> {s.quaternion_order.upper()}"
-             for grp, slices in (("state", mapping.state), ("action", mapping.action))
-             for s in slices if s.quaternion]
+    parts = [
+        f"{grp}.{s.key}[{s.quaternion[0]}:{s.quaternion[1]}] -> {s.quaternion_order.upper()}"
+        for grp, slices in (("state", mapping.state), ("action", mapping.action))
+        for s in slices
+        if s.quaternion
+    ]
     what = ", ".join(parts) if parts else "no quaternion slices mapped"
     return f"notice: {file}: legacy file (no format_version): quaternions read as WXYZ: {what}"
 
@@ -134,8 +138,9 @@ class L2Reader:
         """The file's tag when its demos carry none (:func:`l2.format.l2file.demo_source`)."""
         return demo_source(file)
 
-    def scan(self, file: str, source: str | None, f: h5py.File | None = None,
-             filter_key: str | None = None) -> FileScan:
+    def scan(
+        self, file: str, source: str | None, f: h5py.File | None = None, filter_key: str | None = None
+    ) -> FileScan:
         """The episodes of ``file`` in numeric demo order (attributes only); ``source`` None: each demo's own
         ``source`` attribute (files made by ``l2.tools.merge``), else the file name's tag;
         ``filter_key``: only the demos that robomimic's filter key ``mask/<filter_key>`` lists (``l2.tools.split``)."""
@@ -147,16 +152,20 @@ class L2Reader:
             version = f.attrs.get(schema.ATTR_FORMAT_VERSION)
             if schema.DATA_GROUP not in f:
                 if schema.LEGACY_EPISODES_GROUP in f:
-                    raise InputError(file, f"/{schema.LEGACY_EPISODES_GROUP}",
-                                     "abandoned 'episodes/<i>' layout; L2 files hold /data/demo_<i> "
-                                     "(re-export the file with the L2 recorder)")
+                    raise InputError(
+                        file,
+                        f"/{schema.LEGACY_EPISODES_GROUP}",
+                        "abandoned 'episodes/<i>' layout; L2 files hold /data/demo_<i> "
+                        "(re-export the file with the L2 recorder)",
+                    )
                 raise InputError(file, f"/{schema.DATA_GROUP}", "missing group (not an L2 demos file)")
             data = f[schema.DATA_GROUP]
             if not isinstance(data, h5py.Group):
                 raise InputError(file, f"/{schema.DATA_GROUP}", "is not a group")
             if version is not None and int(version) > schema.FORMAT_VERSION:
-                raise InputError(file, "/", f"format_version {int(version)} is newer than this converter "
-                                 f"({schema.FORMAT_VERSION})")
+                raise InputError(
+                    file, "/", f"format_version {int(version)} is newer than this converter ({schema.FORMAT_VERSION})"
+                )
             legacy = version is None or int(version) == 0
             env_name = rate = None
             env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
@@ -199,10 +208,21 @@ class L2Reader:
                 attrs = ((schema.ATTR_NUM_SAMPLES, raw_n), (schema.ATTR_SUCCESS, raw_success))
                 if seed is not _MISSING:
                     attrs += ((schema.ATTR_SEED, seed),)
-                scan.refs.append(L2Ref(
-                    file=file, group=where, demo=name, length=n, success=bool(raw_success), source=tag,
-                    legacy=legacy, env_name=env_name, rate=rate,
-                    seed=None if seed is _MISSING else int(seed), attrs=attrs))
+                scan.refs.append(
+                    L2Ref(
+                        file=file,
+                        group=where,
+                        demo=name,
+                        length=n,
+                        success=bool(raw_success),
+                        source=tag,
+                        legacy=legacy,
+                        env_name=env_name,
+                        rate=rate,
+                        seed=None if seed is _MISSING else int(seed),
+                        attrs=attrs,
+                    )
+                )
         return scan
 
     def describe(self, ref: L2Ref) -> tuple[Terms, dict[str, list[str]]]:
@@ -227,7 +247,7 @@ class L2Reader:
         for path, (shape, dtype) in terms.items():
             if path == action_key or not path.startswith(schema.OBS + "/"):
                 continue
-            name = path[len(schema.OBS) + 1:]
+            name = path[len(schema.OBS) + 1 :]
             if schema.is_camera_term(shape, dtype):
                 cameras.append(Camera(name.replace("/", "_"), path))
             elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
@@ -238,10 +258,16 @@ class L2Reader:
         if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
             q = schema.EE_QUAT_SLICE
             action = (
-                Slice("ee_pose", action_key, 0, q.stop, schema.LIFT_ACTION_NAMES[: q.stop],
-                      quaternion=(q.start, q.stop)),
-                Slice("gripper", action_key, schema.GRIPPER_SLICE.start, schema.GRIPPER_SLICE.stop,
-                      schema.LIFT_ACTION_NAMES[schema.GRIPPER_SLICE]),
+                Slice(
+                    "ee_pose", action_key, 0, q.stop, schema.LIFT_ACTION_NAMES[: q.stop], quaternion=(q.start, q.stop)
+                ),
+                Slice(
+                    "gripper",
+                    action_key,
+                    schema.GRIPPER_SLICE.start,
+                    schema.GRIPPER_SLICE.stop,
+                    schema.LIFT_ACTION_NAMES[schema.GRIPPER_SLICE],
+                ),
             )
             action_dim = schema.LIFT_ACTION_DIM
         else:
@@ -251,15 +277,30 @@ class L2Reader:
             raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
         env = ref.env_name or ""
         robot = "franka_panda" if "franka" in env.lower() else "unknown"
-        return Mapping(robot_type=robot, fps=None, task=env or "unknown task",
-                       state=tuple(state), action=action, cameras=tuple(cameras), action_dim=action_dim)
+        return Mapping(
+            robot_type=robot,
+            fps=None,
+            task=env or "unknown task",
+            state=tuple(state),
+            action=action,
+            cameras=tuple(cameras),
+            action_dim=action_dim,
+        )
 
     def notices(self, refs: Sequence[L2Ref], mapping: Mapping) -> list[str]:
         """One notice per legacy file: how its quaternions are read."""
         return [quaternion_notice(file, mapping) for file in dict.fromkeys(r.file for r in refs if r.legacy)]
 
-    def read(self, ref: L2Ref, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
-             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    def read(
+        self,
+        ref: L2Ref,
+        mapping: Mapping,
+        dims: dict[str, tuple[int, ...]],
+        *,
+        task: str | None = None,
+        check: bool = True,
+        check_frames: bool = False,
+    ) -> Episode:
         """Read and check one episode (see :meth:`l3.readers.common.Reader.read`).
 
         Every dataset of ``actions`` and ``obs/`` is read once (float terms into memory), then checked
@@ -287,9 +328,16 @@ class L2Reader:
             for s in (*mapping.state, *mapping.action):
                 if s.source not in arrays:
                     ds = loaded.get(s.source)
-                    arrays[s.source] = read_float(file, f"{ref.group}/{s.source}",
-                                                  g.get(s.source) if ds is None else ds, T, dims[s.source], check,
-                                                  f"num_samples is {T}", missing="missing mapped term")
+                    arrays[s.source] = read_float(
+                        file,
+                        f"{ref.group}/{s.source}",
+                        g.get(s.source) if ds is None else ds,
+                        T,
+                        dims[s.source],
+                        check,
+                        f"num_samples is {T}",
+                        missing="missing mapped term",
+                    )
             cameras: dict[str, H5Frames] = {}
             for c in mapping.cameras:
                 path = f"{ref.group}/{c.source}"
@@ -299,13 +347,15 @@ class L2Reader:
                 if not isinstance(ds, h5py.Dataset | np.ndarray):
                     raise InputError(file, path, "missing mapped camera term" if ds is None else "is not a dataset")
                 if ds.dtype != np.uint8 or ds.ndim != 4 or ds.shape[3] != 3:
-                    raise InputError(file, path, f"camera term must be (T, H, W, 3) uint8, got {ds.dtype.name} "
-                                     f"{ds.shape}")
+                    raise InputError(
+                        file, path, f"camera term must be (T, H, W, 3) uint8, got {ds.dtype.name} {ds.shape}"
+                    )
                 if ds.shape[0] != T:
                     raise InputError(file, path, f"{ds.shape[0]} frames but num_samples is {T}")
                 if tuple(ds.shape[1:]) != dims[c.source]:
-                    raise InputError(file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} "
-                                     "in the first episode")
+                    raise InputError(
+                        file, path, f"frame shape {ds.shape[1:]} differs from {dims[c.source]} in the first episode"
+                    )
                 cameras[c.key] = H5Frames(partial(open_hdf5, file), file, path, tuple(ds.shape))
             if check:
                 violations = validate_episode(file, data, action_dim=mapping.action_dim)
@@ -325,10 +375,16 @@ class L2Reader:
             fields["env_name"] = ref.env_name
         if ref.seed is not None:
             fields["seed"] = ref.seed
-        return Episode(length=T, state={s.key: take(s) for s in mapping.state},
-                       action={s.key: take(s) for s in mapping.action}, cameras=cameras,
-                       task=mapping.task if task is None else task, source=ref.source, success=ref.success,
-                       fields=fields)
+        return Episode(
+            length=T,
+            state={s.key: take(s) for s in mapping.state},
+            action={s.key: take(s) for s in mapping.action},
+            cameras=cameras,
+            task=mapping.task if task is None else task,
+            source=ref.source,
+            success=ref.success,
+            fields=fields,
+        )
 
     def close(self) -> None:
         self._files.close()

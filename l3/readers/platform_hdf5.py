@@ -157,8 +157,9 @@ def _read_meta(f: h5py.File, file: str) -> _Meta:
             for cam, g in cams.items():
                 if not isinstance(g, h5py.Group):
                     continue
-                calib[cam] = {k: attr_text(g[k][()]) for k in ("intrinsic", "extrinsic")
-                              if isinstance(g.get(k), h5py.Dataset)}
+                calib[cam] = {
+                    k: attr_text(g[k][()]) for k in ("intrinsic", "extrinsic") if isinstance(g.get(k), h5py.Dataset)
+                }
     return _Meta(robot, names, calib)
 
 
@@ -186,7 +187,7 @@ def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **wher
                 raise InputError(file, where_, "is not a group")
             for k in g:
                 if k.startswith(IMAGE_PREFIX):
-                    check_name(file, f"{where_}/{k}", k[len(IMAGE_PREFIX):])
+                    check_name(file, f"{where_}/{k}", k[len(IMAGE_PREFIX) :])
             ds = g.get(ACTION)
             if not isinstance(ds, h5py.Dataset) or not ds.shape:
                 raise InputError(file, f"{where_}/{ACTION}", "missing dataset (its rows define T)")
@@ -207,10 +208,21 @@ def _scan_h5(f: h5py.File, file: str, scan: FileScan, source: str | None, **wher
         except InputError as e:
             scan.errors.append(e)
             continue
-        scan.refs.append(PlatformRef(
-            file=file, group=where_, episode=name, length=T, source=src, rate=FPS,
-            task=task.strip() or None if task is not None else None, task_zh=task_zh, score=score,
-            robot_type=meta.robot_type, **where))
+        scan.refs.append(
+            PlatformRef(
+                file=file,
+                group=where_,
+                episode=name,
+                length=T,
+                source=src,
+                rate=FPS,
+                task=task.strip() or None if task is not None else None,
+                task_zh=task_zh,
+                score=score,
+                robot_type=meta.robot_type,
+                **where,
+            )
+        )
 
 
 def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
@@ -225,10 +237,13 @@ def _scan_archive(archive: str, scan: FileScan, source: str | None) -> FileScan:
                 data = tf.extractfile(m).read()
                 part = FileScan(display, scan.source)
                 check_read_through(display, data)
-                with open_hdf5(display, lambda data=data: h5py.File(io.BytesIO(data), "r")) as f, \
-                        reading(display, "/", "cannot read HDF5 metadata"):
-                    _scan_h5(f, display, part, source, archive=archive, member=m.name, offset=m.offset_data,
-                             size=m.size)
+                with (
+                    open_hdf5(display, lambda data=data: h5py.File(io.BytesIO(data), "r")) as f,
+                    reading(display, "/", "cannot read HDF5 metadata"),
+                ):
+                    _scan_h5(
+                        f, display, part, source, archive=archive, member=m.name, offset=m.offset_data, size=m.size
+                    )
                 members.append((n, part))
                 del data
     except (tarfile.TarError, EOFError, zlib.error) as e:
@@ -252,8 +267,7 @@ def _camera_ds(file: str, path: str, ds, T: int) -> h5py.Dataset:
         raise InputError(file, path, "missing mapped camera" if ds is None else "is not a dataset")
     jpeg_rows = ds.ndim == 1 and (ds.dtype.kind in "OSV" or h5py.check_vlen_dtype(ds.dtype) is not None)
     if not (jpeg_rows or (ds.ndim == 2 and ds.dtype == np.uint8)):
-        raise InputError(file, path, f"expected one JPEG per row ((T,) vlen uint8 or bytes), got "
-                         f"{ds.dtype} {ds.shape}")
+        raise InputError(file, path, f"expected one JPEG per row ((T,) vlen uint8 or bytes), got {ds.dtype} {ds.shape}")
     if ds.shape[0] != T:
         raise InputError(file, path, f"{ds.shape[0]} frames but the episode has {T} rows ({ACTION})")
     return ds
@@ -312,7 +326,7 @@ class PlatformReader:
                     continue
                 if name.startswith(IMAGE_PREFIX):
                     path = f"{ref.group}/{name}"
-                    cam = name[len(IMAGE_PREFIX):]
+                    cam = name[len(IMAGE_PREFIX) :]
                     _camera_ds(ref.file, path, ds, ds.shape[0] if ds.shape else 0)
                     h, w = first_frame_shape(ref.file, path, ds, lambda i, c=cam: f"camera {c}, frame {i}")
                     out[name] = ((ds.shape[0], h, w, 3), "uint8")
@@ -331,15 +345,29 @@ class PlatformReader:
             state.append(Slice("gripper", GRIPPER))
         if not state:
             raise InputError(ref.file, f"{ref.group}/{STATE}", "missing dataset (cannot infer a mapping)")
-        cams = tuple(Camera(n[len(IMAGE_PREFIX):], n) for n in sorted(terms) if n.startswith(IMAGE_PREFIX))
-        return Mapping(robot_type=ref.robot_type or DEFAULT_SOURCE, fps=FPS, task="unspecified task",
-                       state=tuple(state), action=(Slice("joints", ACTION),), cameras=cams)
+        cams = tuple(Camera(n[len(IMAGE_PREFIX) :], n) for n in sorted(terms) if n.startswith(IMAGE_PREFIX))
+        return Mapping(
+            robot_type=ref.robot_type or DEFAULT_SOURCE,
+            fps=FPS,
+            task="unspecified task",
+            state=tuple(state),
+            action=(Slice("joints", ACTION),),
+            cameras=cams,
+        )
 
     def notices(self, refs: Sequence[PlatformRef], mapping: Mapping) -> list[str]:
         return []
 
-    def read(self, ref: PlatformRef, mapping: Mapping, dims: dict[str, tuple[int, ...]], *,
-             task: str | None = None, check: bool = True, check_frames: bool = False) -> Episode:
+    def read(
+        self,
+        ref: PlatformRef,
+        mapping: Mapping,
+        dims: dict[str, tuple[int, ...]],
+        *,
+        task: str | None = None,
+        check: bool = True,
+        check_frames: bool = False,
+    ) -> Episode:
         """Read and check one episode (see :meth:`l3.readers.common.Reader.read`)."""
         file, T = ref.file, ref.length
         with self._cached(ref) as f, reading(file, ref.group):
@@ -350,35 +378,57 @@ class PlatformReader:
                 for name, ds in g.items():
                     if isinstance(ds, h5py.Dataset) and (ds.shape[0] if ds.shape else 0) != T:
                         what = "frames" if name.startswith(IMAGE_PREFIX) else "rows"
-                        raise InputError(file, f"{ref.group}/{name}", f"{ds.shape[0] if ds.shape else 0} {what} "
-                                         f"but the episode has {T} rows ({ACTION})")
+                        raise InputError(
+                            file,
+                            f"{ref.group}/{name}",
+                            f"{ds.shape[0] if ds.shape else 0} {what} but the episode has {T} rows ({ACTION})",
+                        )
             arrays: dict[str, np.ndarray] = {}
             for s in (*mapping.state, *mapping.action):
                 if s.source not in arrays:
-                    arrays[s.source] = read_float(file, f"{ref.group}/{s.source}", g.get(s.source), T,
-                                                  dims[s.source], check, f"the episode has {T} ({ACTION})")
+                    arrays[s.source] = read_float(
+                        file,
+                        f"{ref.group}/{s.source}",
+                        g.get(s.source),
+                        T,
+                        dims[s.source],
+                        check,
+                        f"the episode has {T} ({ACTION})",
+                    )
             cameras: dict[str, JpegFrames] = {}
             for c in mapping.cameras:
                 path = f"{ref.group}/{c.source}"
                 _camera_ds(file, path, g.get(c.source), T)
                 h, w = dims[c.source][:2]
-                name = c.source[len(IMAGE_PREFIX):] if c.source.startswith(IMAGE_PREFIX) else c.source
-                cameras[c.key] = JpegFrames(lambda: self._cached(ref), file, path, (T, h, w, 3),
-                                            lambda i, n=name: f"camera {n}, frame {i}")
+                name = c.source[len(IMAGE_PREFIX) :] if c.source.startswith(IMAGE_PREFIX) else c.source
+                cameras[c.key] = JpegFrames(
+                    lambda: self._cached(ref), file, path, (T, h, w, 3), lambda i, n=name: f"camera {n}, frame {i}"
+                )
             calib = _read_meta(f, file).calibration
         if check_frames:
             read_all_frames(cameras)
-        fields = {"file": ref.archive or ref.file, "chunk": os.path.basename(ref.member or ref.file),
-                  "episode": ref.episode, "task_zh": ref.task_zh, "score": ref.score}
-        used = {c.source[len(IMAGE_PREFIX):] for c in mapping.cameras}
+        fields = {
+            "file": ref.archive or ref.file,
+            "chunk": os.path.basename(ref.member or ref.file),
+            "episode": ref.episode,
+            "task_zh": ref.task_zh,
+            "score": ref.score,
+        }
+        used = {c.source[len(IMAGE_PREFIX) :] for c in mapping.cameras}
         if any(k in used for k in calib):
             fields["camera_calibration"] = {k: v for k, v in calib.items() if k in used}
         fields["format"] = FORMAT
-        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start:s.end])  # noqa: E731
-        return Episode(length=T, state={s.key: take(s) for s in mapping.state},
-                       action={s.key: take(s) for s in mapping.action}, cameras=cameras,
-                       task=task if task is not None else (ref.task or mapping.task), source=ref.source,
-                       success=True, fields=fields)
+        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start : s.end])  # noqa: E731
+        return Episode(
+            length=T,
+            state={s.key: take(s) for s in mapping.state},
+            action={s.key: take(s) for s in mapping.action},
+            cameras=cameras,
+            task=task if task is not None else (ref.task or mapping.task),
+            source=ref.source,
+            success=True,
+            fields=fields,
+        )
 
     def close(self) -> None:
         """Close the chunk file (and archive) kept open by :meth:`read`."""
