@@ -6,4 +6,5 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 L2L3_BROWSER=1 bash "$REPO/scripts/setup.sh"  # also headless Chromium, for the inspection-report test
 cd "$REPO"
 "$REPO/.venv/bin/ruff" check --quiet .  # lint first (settings in pyproject.toml): a finding fails the run
+"$REPO/.venv/bin/ruff" format --check --quiet .  # and the formatting (ruff format . fixes it)
 exec "$REPO/.venv/bin/python" -m pytest "$@"
