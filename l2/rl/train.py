@@ -28,6 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from l2.assets.franka_build import cache_root
 from l2.recording import cli, sim
 from l2.rl import TASK_ID
 
@@ -128,6 +129,8 @@ def train(args: argparse.Namespace) -> int:
         return 2
     log_dir.mkdir(parents=True, exist_ok=True)
     dump_yaml(str(log_dir / "params" / "env.yaml"), env_cfg)
+    env_yaml = log_dir / "params" / "env.yaml"  # no machine paths in what may be shipped
+    env_yaml.write_text(env_yaml.read_text().replace(str(cache_root()), "<L2L3_CACHE>"))
     dump_yaml(str(log_dir / "params" / "agent.yaml"), agent_cfg)
     dump_yaml(str(log_dir / "params" / "train.yaml"), {**vars(args), "argv": sys.argv})
 
