@@ -119,9 +119,14 @@ def test_killed_collector_and_worker_lose_only_their_episode(tmp_path):
                 except Exception:  # noqa: BLE001  read while the collector writes: try again
                     continue
                 pid = _collector_pid(shard) if what not in killed and have == 1 else None
-                if pid is not None:
-                    killed[what] = pid if k == 0 else _parent_pid(pid)
-                    os.kill(killed[what], signal.SIGKILL)
+                if pid is None:
+                    continue
+                try:  # the process may end between finding it and killing it: then poll again
+                    target = pid if k == 0 else _parent_pid(pid)
+                    os.kill(target, signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    continue
+                killed[what] = target
             time.sleep(0.2)
         stdout, _ = driver.communicate(timeout=900)
     finally:
