@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -529,20 +528,15 @@ def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
             bar.set_postfix(success=f"{report.successes}/{len(report.results)}", refresh=False)
             bar.update(1)
 
-        def stop(signum, frame) -> None:
-            if evaluator.stop_requested:  # asked twice: stop now
-                raise KeyboardInterrupt
+        def stop(request: cli.StopRequest) -> None:
             evaluator.stop_requested = True
 
         evaluator.on_result = on_result
-        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            finished = evaluator.run(episodes)
+            with cli.stop_on_signals(stop):
+                finished = evaluator.run(episodes)
         except (ProtocolError, ModalityError) as exc:
             raise EvaluationError(str(exc)) from None
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         if not finished:
             bar.write("interrupted: the report covers the episodes finished so far")
     return not finished

@@ -21,6 +21,7 @@ import glob
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -504,6 +505,13 @@ def print_config(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    terminated: list[int] = []
+
+    def on_term(signum, frame) -> None:  # SIGTERM as Ctrl-C: the temporary output is removed on the way out
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
     try:
         if args.print_config:
             return print_config(args)
@@ -538,9 +546,15 @@ def main(argv: list[str] | None = None) -> int:
     except OutputInvalid as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a full disk, a read-only place: the temporary folder is gone
+        print(f"error: {atomic.io_error_line(e, args.output, 'no output written')}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+        name = signal.Signals(terminated[0]).name if terminated else "SIGINT"
+        print(f"error: interrupted by {name}; no output written", file=sys.stderr)
+        return 128 + (terminated[0] if terminated else signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     checked = "checked against its v2.1 source" if args.codebase_version == "v3.0" else "l3.validate: ok"

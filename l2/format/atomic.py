@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,3 +98,32 @@ def write_text(target: str | os.PathLike, text: str, *, overwrite: bool = True) 
     Path(target).parent.mkdir(parents=True, exist_ok=True)
     with replacing(target, overwrite=overwrite) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def os_error(exc: BaseException) -> OSError | None:
+    """``exc`` as an OSError: itself, or one that the HDF5 library reported inside another error (h5py raises
+    RuntimeError "... errno = 28, error message = 'No space left on device' ..." for a failed write); None for
+    anything else."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc
+    text = str(exc)
+    code = re.search(r"errno = (\d+)", text)
+    if code is None or int(code.group(1)) == 0:
+        return None
+    name = re.search(r"filename = '([^']*)'", text)
+    return OSError(int(code.group(1)), os.strerror(int(code.group(1))), name.group(1) if name else None)
+
+
+def io_error_line(exc: OSError, target: str | os.PathLike, kept: str) -> str:
+    """One line for a failed write: what failed and where, the free space there (for a full disk), and what was
+    kept, e.g. ``out/ds: no space left on device (0.0 MB free on that filesystem); no output written``."""
+    exc = os_error(exc) or exc
+    hidden = exc.filename is None or any(part.startswith(".") for part in Path(exc.filename).parts[1:])
+    where = target if hidden else exc.filename  # a temporary beside the target: name the target
+    reason = (exc.strerror or str(exc)).lower()
+    free = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        folder = next((p for p in (Path(where), *Path(where).parents) if p.exists()), None)
+        if folder is not None:
+            free = f" ({shutil.disk_usage(folder).free / 1e6:.1f} MB free on that filesystem)"
+    return f"{where}: {reason}{free}; {kept}"

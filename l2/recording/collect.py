@@ -28,6 +28,8 @@ class CollectionStats:
     successes: int = 0
     frames: int = 0
     seconds: float = 0.0
+    interrupted: cli.StopRequest | None = None
+    """Set when SIGINT or SIGTERM stopped the run (the episodes in flight were not written)."""
 
 
 def collect(
@@ -57,8 +59,13 @@ def collect(
     episodes = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     target, unit = (num_demos, "demo") if num_demos is not None else (quota * env.num_envs, "episode")
     start = time.perf_counter()
-    with tqdm(total=target, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar:
-        while (num_demos is None or handler.successes_written < num_demos) and bool((episodes < quota).any()):
+    with (
+        tqdm(total=target, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
+        cli.stop_on_signals(lambda req: bar.write(f"{req.name}: stopping after this step (again: at once)")) as stop,
+    ):
+        while (
+            not stop and (num_demos is None or handler.successes_written < num_demos) and bool((episodes < quota).any())
+        ):
             step()
             stats.frames += env.num_envs
             done = env.termination_manager.dones
@@ -76,6 +83,7 @@ def collect(
             progress = handler.successes_written if num_demos is not None else stats.attempts
             bar.update(progress - bar.n)  # redraws at most every 0.1 s, also when 0
     stats.written = handler.successes_written
+    stats.interrupted = stop if stop else None
     return stats
 
 
@@ -94,8 +102,19 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
     in_file = f" (file now holds {stats.in_file_before + stats.written})" if stats.in_file_before else ""
     if stats.written > stats.successes:  # --episodes: envs that finish early run (and record) further episodes
         in_file += f", {stats.written - stats.successes} of them from episodes after the {stats.attempts} counted"
+    interrupted = (
+        [
+            (
+                "interrupted",
+                f"by {stats.interrupted.name}: the episodes in flight were dropped, the demos written are kept",
+            )
+        ]
+        if stats.interrupted
+        else []
+    )
     cli.print_summary(
         [
+            *interrupted,
             ("demos written", f"{stats.written}{in_file}"),
             ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),
             ("env-frames/s", f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs, {args.device})"),
@@ -107,6 +126,8 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
             ("validator", verdict),
         ]
     )
+    if stats.interrupted:
+        return stats.interrupted.exit_code
     if args.episodes is None and stats.written < args.num_demos:
         print(f"error: only {stats.written} of {args.num_demos} demos after {stats.attempts} episodes", file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2.format import atomic, schema
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
+from l2.format.locks import in_use
 from l2.recording.camera_frames import CameraFramesRecorderCfg, SpooledFrames
 from l2.recording.sim import OneLineError
 
@@ -249,6 +250,14 @@ def configure_recording(
     for path in (output, failed) if keep_failed else (output,):
         if path.exists() and on_exists == "refuse":
             raise FileExistsError(f"{path} exists; pass --append to add demos or --overwrite to replace it")
+        if path.exists() and (busy := in_use(path)) is not None:
+            raise ValueError(
+                f"{path}: {busy}; to collect in parallel use python -m l2.distributed (one shard per worker) "
+                "or separate files joined by python -m l2.tools.merge"
+            )
+    folder = next(p for p in (output.parent, *output.parent.parents) if p.exists())
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{folder}: not writable, so {output} cannot be written there")
     cfg = recorders if recorders is not None else L2RecorderManagerCfg()
     cfg.dataset_export_dir_path = str(output.parent)
     cfg.dataset_filename = output.stem

@@ -18,7 +18,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -152,7 +151,6 @@ def collect(args: argparse.Namespace) -> int:
     recorder = TraceRecorder(args.seed, args.task, args.teleop_device, control) if args.record_trace else None
     stats = already = None
     extras = []
-    previous_sigint = signal.getsignal(signal.SIGINT)
     try:
         with sim.make_env(env_cfg, args.task, **launcher_args) as env:
             already = dataset_handler(env).get_num_episodes()
@@ -178,24 +176,22 @@ def collect(args: argparse.Namespace) -> int:
             if already:
                 print(f"appending to {output}: it holds {already} demos, the next is demo_{already}")
 
-            def on_sigint(signum, frame):  # first Ctrl-C: stop after this tick; second: abort at once
-                print("\ninterrupted: closing (saved demos are kept; Ctrl-C again to abort now)", flush=True)
+            def on_stop(request: cli.StopRequest) -> None:  # the first Ctrl-C: stop after this tick
+                print(f"\ninterrupted ({request.name}): closing (saved demos are kept; again to abort now)", flush=True)
                 session.request_quit()
-                signal.signal(signal.SIGINT, signal.default_int_handler)
 
-            signal.signal(signal.SIGINT, on_sigint)
             enter = getattr(device, "__enter__", None)  # IsaacTeleopDevice is a context manager
             if enter is not None:
                 enter()
             try:
-                stats = session.run()
+                with cli.stop_on_signals(on_stop):
+                    stats = session.run()
             finally:
                 if enter is not None:
                     device.__exit__(None, None, None)
     except KeyboardInterrupt:
         print("aborted", file=sys.stderr)
     finally:
-        signal.signal(signal.SIGINT, previous_sigint)
         for extra in extras:
             extra.close()
         if recorder is not None:

@@ -251,6 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     except MergeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (OSError, RuntimeError) as exc:  # a full disk, a read-only place: the temporary file is gone
+        if atomic.os_error(exc) is None:
+            raise
+        print(
+            f"error: {atomic.io_error_line(exc, args.output, 'no output written; the inputs are untouched')}",
+            file=sys.stderr,
+        )
+        return 2
     if not args.quiet:
         for path, demos, samples in summary["inputs"]:
             print(f"  {path}: {demos} demos, {samples} samples")

@@ -18,7 +18,7 @@ import sys
 import h5py
 import numpy as np
 
-from l2.format import schema
+from l2.format import atomic, schema
 from l2.format.l2file import L2File, L2FileError
 
 MASK_GROUP = schema.MASK_GROUP
@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         train, val = split(args.file, args.valid, args.seed, args.overwrite, args.first)
     except SplitError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {atomic.io_error_line(exc, args.file, 'the filter keys were not written')}", file=sys.stderr)
         return 2
     keys = mask_keys(args.first)
     print(
