@@ -1,8 +1,10 @@
-"""Faults a user meets while collecting: Ctrl-C or SIGTERM, a second writer, a folder that cannot be written. Each
-ends in the usual summary or one line, with the file valid and nothing left beside it."""
+"""Faults a user meets: Ctrl-C or SIGTERM, a second writer, a folder that cannot be written, a full disk. Each
+ends in the usual summary or one line, with the inputs intact and nothing left beside the output."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import signal
 import subprocess
@@ -11,12 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTED_RUN, run_scripted
+from conftest import REPO, SCRIPTED_RUN, run_scripted
+from l3_fixtures import make_l2_file
 
 from l2.format.l2file import L2File
 from l2.format.validate import validate_file
-
-pytestmark = pytest.mark.sim
 
 
 def _start(out: Path, *args: str) -> subprocess.Popen:
@@ -43,10 +44,15 @@ def _wait_for_demo(proc: subprocess.Popen, out: Path) -> None:
     pytest.fail("no demo written in time")
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
 def _leftovers(folder: Path, out: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name != out.name)
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize(("sig", "code", "cameras"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
 def test_a_signal_ends_collection_with_a_summary_and_a_second_writer_is_refused(tmp_path, sig, code, cameras):
     """The first SIGINT/SIGTERM stops the run after the step in progress: the summary says "interrupted", the
@@ -74,13 +80,12 @@ def test_a_signal_ends_collection_with_a_summary_and_a_second_writer_is_refused(
     assert _leftovers(tmp_path, out) == []  # no spool, no half-created file
 
 
+@pytest.mark.sim
 def test_a_folder_that_cannot_be_written_is_refused_before_the_simulator(tmp_path):
     """A read-only place (a read-only tmpfs mounted by root) is named in one line, exit 2, in seconds."""
     ro = tmp_path / "ro"
     ro.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {mount.stderr.decode().strip()}")
+    _mount(ro, "ro,size=1m")
     try:
         start = time.monotonic()
         proc = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(ro / "demos" / "scripted_x.hdf5"))
@@ -90,3 +95,63 @@ def test_a_folder_that_cannot_be_written_is_refused_before_the_simulator(tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and f"{ro}: not writable" in lines[0], proc.stderr[-2000:]
     assert "Completed setting up the environment" not in proc.stdout, f"the simulator started ({took:.0f} s)"
+
+
+def _mount(folder: Path, options: str) -> None:
+    """A real small (or read-only) filesystem: a tmpfs, which root can mount (as in CI); skip elsewhere."""
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode().strip()}")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 1 MB filesystem, and L2 files (both cameras, 224x224) too big to be converted or merged onto it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    data = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 12, camera=True, length=80, frame_size=(224, 224))
+    _mount(disk, "size=1m")
+    yield disk, data
+    subprocess.run(["umount", str(disk)], check=False)
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return lines[0]
+
+
+def test_a_full_disk_ends_conversion_and_merge_in_one_line(full_disk):
+    disk, data = full_disk
+    before = hashlib.sha256(data.read_bytes()).hexdigest()
+    out = disk / "lift_cube_gr00t"
+    line = _one_line(run_cli("l3/convert.py", str(data), "--config", "config/lift_cube.yaml", "-o", str(out)))
+    assert line.startswith(f"error: {out}: no space left on device (") and line.endswith("; no output written")
+    merged = disk / "merged.hdf5"
+    line = _one_line(run_cli("-m", "l2.tools.merge", str(data), "-o", str(merged)))
+    assert line.startswith(f"error: {merged}: no space left on device (") and "the inputs are untouched" in line
+    assert os.listdir(disk) == []  # no temporary folder or file left
+    assert hashlib.sha256(data.read_bytes()).hexdigest() == before
+
+
+def test_sigterm_ends_conversion_with_nothing_left(tmp_path):
+    """SIGTERM while episodes are being written: one line, exit 143, the temporary folder removed."""
+    data = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 12, camera=True, length=80, frame_size=(224, 224))
+    out = tmp_path / "out" / "lift_cube_gr00t"
+    proc = subprocess.Popen(
+        [sys.executable, "l3/convert.py", str(data), "--config", "config/lift_cube.yaml", "-o", str(out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not list(out.parent.glob(f".{out.name}.*/data/*/*.parquet")):  # writing has begun
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert (
+        proc.returncode == 143 and stderr.strip().splitlines()[-1] == "error: interrupted by SIGTERM; no output written"
+    )
+    assert os.listdir(out.parent) == []
