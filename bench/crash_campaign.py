@@ -42,7 +42,7 @@ import ctypes, os, signal, sys
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the campaign, never left running
 sys.path.insert(0, {repo!r})
 import h5py
-from l2.recording.handler import handler as recording
+from l2.recording import handler as recording
 episode, dataset = int(os.environ["CRASH_EPISODE"]), int(os.environ["CRASH_DATASET"])
 write, create = recording.L2DatasetFileHandler.write_episode, h5py.Group.create_dataset
 seen = {{"episodes": 0, "datasets": 0}}
