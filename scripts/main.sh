@@ -90,7 +90,7 @@ echo
 echo "main job done in $(( $(date +%s) - start )) s"
 echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*.hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp4' | wc -l) videos)"
-rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(f"{r[\"successes\"]}/{r[\"episodes\"]}")' "$1"; }
+rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["successes"], r["episodes"], sep="/")' "$1"; }
 echo "  closed loop:            PPO $(rate "$EVAL/ppo.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 echo "  reports (open in a browser): $REPO/$REPORTS/l2_demos.html, $REPO/$REPORTS/lift_cube_gr00t.html"
 echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --output cameras.png"
