@@ -114,16 +114,43 @@ def os_error(exc: BaseException) -> OSError | None:
     return OSError(int(code.group(1)), os.strerror(int(code.group(1))), name.group(1) if name else None)
 
 
-def io_error_line(exc: OSError, target: str | os.PathLike, kept: str) -> str:
-    """One line for a failed write: what failed and where, the free space there (for a full disk), and what was
-    kept, e.g. ``out/ds: no space left on device (0.0 MB free on that filesystem); no output written``."""
+def free_bytes(path: str | os.PathLike) -> int:
+    """Free bytes on the filesystem of ``path`` (or of its nearest existing parent)."""
+    folder = next((p for p in (Path(path), *Path(path).parents) if p.exists()), Path("."))
+    return shutil.disk_usage(folder).free
+
+
+def io_error_line(
+    exc: OSError, target: str | os.PathLike, kept: str, *, free: int | None = None, need: int | None = None
+) -> str:
+    """One line for a failed write: what failed and where, the free space there (for a full disk; ``free`` when
+    measured at the failure, ``need`` when known), and what was kept, e.g. ``out/ds: no space left on device
+    (0.0 MB free on that filesystem); no output written``."""
     exc = os_error(exc) or exc
     hidden = exc.filename is None or any(part.startswith(".") for part in Path(exc.filename).parts[1:])
     where = target if hidden else exc.filename  # a temporary beside the target: name the target
     reason = (exc.strerror or str(exc)).lower()
-    free = ""
+    space = ""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        folder = next((p for p in (Path(where), *Path(where).parents) if p.exists()), None)
-        if folder is not None:
-            free = f" ({shutil.disk_usage(folder).free / 1e6:.1f} MB free on that filesystem)"
-    return f"{where}: {reason}{free}; {kept}"
+        free = free_bytes(where) if free is None else free
+        needs = f", about {need / 1e6:.1f} MB needed" if need is not None else ""
+        space = f" ({free / 1e6:.1f} MB free on that filesystem{needs})"
+    return f"{where}: {reason}{space}; {kept}"
+
+
+def abandon_hdf5(f) -> None:
+    """Close the open ``h5py.File`` ``f`` without writing anything more to it: what is on disk stays as the last
+    flush left it. After a failed write (a full disk) HDF5 still holds changes it would try to write on close;
+    pointed at an anonymous in-memory file, its descriptor takes them and the close succeeds (sec2 driver, h5py's
+    default)."""
+    if not f:
+        return
+    # An anonymous file takes the writes and the resize on close (/dev/null refuses the resize; kept for systems
+    # without memfd, where the close may then fail, still without touching the file).
+    memfd = getattr(os, "memfd_create", None)
+    sink = memfd("abandoned-hdf5") if memfd else os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(sink, f.id.get_vfd_handle())
+    finally:
+        os.close(sink)
+    f.close()

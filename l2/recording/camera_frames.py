@@ -11,12 +11,13 @@ write from RAM, a (T, H, W, 3) uint8 dataset per camera, stored as one gzip chun
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import threading
 import zlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,9 @@ import numpy as np
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
+from l2.format import atomic
 from l2.format.schema import OBS
+from l2.recording.errors import RecordingIOError
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv
@@ -58,6 +61,12 @@ class SpooledFrames:
         with self.spool.lock:
             group.copy(self.spool.file[self.path], name)
         return group[name]
+
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes the frames take in the spool, and so in the dataset they are copied to."""
+        with self.spool.lock:
+            return self.spool.file[self.path].id.get_storage_size()
 
 
 class FrameSpool:
@@ -146,11 +155,10 @@ class FrameSpool:
                     del self.file[group]  # HDF5 reuses the freed space for the next frames
 
     def close(self) -> None:
-        """Stop the writer and delete the spool file."""
+        """Stop the writer and delete the spool file (closed without a last write: it may be on a full disk)."""
         self._pool.shutdown(wait=True)
         self._pending.clear()
-        if self.file:
-            self.file.close()
+        atomic.abandon_hdf5(self.file)
         self.path.unlink(missing_ok=True)
 
 
@@ -194,24 +202,40 @@ class CameraFramesRecorder(RecorderTerm):
         self._spool: FrameSpool | None = None
         self._env_ids = list(range(env.num_envs))
 
+    @property
+    def output(self) -> Path:
+        rec = self._env.cfg.recorders
+        return Path(rec.dataset_export_dir_path) / f"{rec.dataset_filename}.hdf5"
+
     def record_pre_step(self):
         images = self._env.obs_buf.get(self.cfg.group)
         if images:
-            if self._spool is None:
-                rec = self._env.cfg.recorders
-                output = Path(rec.dataset_export_dir_path) / f"{rec.dataset_filename}.hdf5"
-                self._spool = FrameSpool(output, GZIP_LEVEL if rec.dataset_compression else None)
-            for name, frames in images.items():
-                self._spool.append(name, frames.cpu().numpy(), self._env_ids)
+            with self._io_errors():
+                if self._spool is None:
+                    compression = GZIP_LEVEL if self._env.cfg.recorders.dataset_compression else None
+                    self._spool = FrameSpool(self.output, compression)
+                for name, frames in images.items():
+                    self._spool.append(name, frames.cpu().numpy(), self._env_ids)
         return None, None
 
     def record_pre_reset(self, env_ids: Sequence[int] | None):
         if self._spool is not None:
             for env_id in self._env_ids if env_ids is None else env_ids:
-                frames = self._spool.take(env_id)
+                with self._io_errors():
+                    frames = self._spool.take(env_id)
                 if frames:
                     self._env.recorder_manager.get_episode(env_id).data.setdefault(OBS, {}).update(frames)
         return None, None
+
+    @contextlib.contextmanager
+    def _io_errors(self) -> Iterator[None]:
+        """A spool write that fails on the disk (it fills up as frames stream in) ends the run in one line."""
+        try:
+            yield
+        except Exception as exc:
+            if (error := atomic.os_error(exc)) is None:
+                raise
+            raise RecordingIOError(error, self.output) from exc
 
     def reset(self, env_ids: Sequence[int] | None = None) -> None:
         if self._spool is not None:

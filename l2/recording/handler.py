@@ -10,8 +10,11 @@ exactly N demos land even when several envs succeed on the same step, writes the
 
 from __future__ import annotations
 
+import errno
 import functools
+import math
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -28,17 +31,15 @@ from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 from l2.format import atomic, schema
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
 from l2.format.locks import in_use
-from l2.recording.camera_frames import CameraFramesRecorderCfg, SpooledFrames
-from l2.recording.sim import OneLineError
+from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames
+from l2.recording.errors import RecordingError, RecordingIOError
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv, ManagerBasedRLEnvCfg
 
 OnExists = Literal["refuse", "overwrite", "append"]
-
-
-class RecordingError(OneLineError):
-    """A recording problem to report in one line (the runners print it and exit with status 2)."""
+WRITE_HEADROOM = 1 << 20
+"""Free bytes an episode's write needs beyond its data (HDF5 metadata, chunk indices, attributes)."""
 
 
 class L2DatasetFileHandler(HDF5DatasetFileHandler):
@@ -56,6 +57,11 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self._defer_env_args = False
         self._pending_env_args: dict = {}
         self._to_create: tuple[str, str | None] | None = None
+        self._creating: str | None = None
+        """The new file being made, until its first demo is in (then it is renamed to ``file_path``)."""
+        self._created = False
+        """This run made the file."""
+        self._abandoned = False
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -76,19 +82,56 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self._defer_env_args = True
 
     def _create_now(self) -> None:
-        # Built beside the target and renamed into place: a kill at any moment leaves the old state or a
-        # valid file, never a half-created HDF5 file.
+        # Built beside the target with its first demo, and renamed into place (_publish_created): a kill or a
+        # full disk at any moment leaves the old state or a valid file, never a half-created HDF5 file.
         file_path, env_name = self._to_create
-        creating = file_path.removesuffix(".hdf5") + ".creating.hdf5"
-        super().create(creating, env_name)
-        self.close()
-        atomic.publish(creating, file_path)
-        self.open(file_path, "a")
+        self._creating = file_path.removesuffix(".hdf5") + ".creating.hdf5"
         self._to_create = None
+        try:
+            super().create(self._creating, env_name)
+        except Exception as exc:
+            raise RecordingIOError(atomic.os_error(exc) or OSError(str(exc)), self.file_path) from exc
+
+    def _publish_created(self) -> None:
+        super().close()
+        atomic.publish(self._creating, self.file_path)
+        self._creating = None
+        self._created = True
+        self.open(self.file_path, "a")
 
     def flush(self):
-        if self._to_create is None:
+        if self._to_create is None and not self._abandoned:
             super().flush()
+
+    def close(self):
+        if self._abandoned:
+            return
+        super().close()
+        if self._creating is not None:  # its first demo was refused: no file
+            Path(self._creating).unlink(missing_ok=True)
+            self._creating = None
+
+    def abandon(self) -> str:
+        """After a failed write: close the file without writing anything more (it keeps what the last flush put
+        on disk; a file being made is removed), and say what it holds now."""
+        if self._abandoned or self.file_path is None:
+            return ""
+        self._abandoned = True
+        if self._hdf5_file_stream is not None:
+            atomic.abandon_hdf5(self._hdf5_file_stream)
+            self._hdf5_file_stream = None
+        if self._creating is not None:
+            Path(self._creating).unlink(missing_ok=True)
+        path, written = Path(self.file_path), self.successes_written
+        if not path.exists() or (not self._created and self.on_exists != "append"):
+            return f"{path.name}: not written" + (" (the existing file is untouched)" if path.exists() else "")
+        from l2.format.validate import validate_file
+
+        report = validate_file(path)
+        if not report.ok:
+            return f"{path.name}: damaged ({report.violations[0]})"
+        ours = "all" if report.episodes == written else str(written)
+        return f"{path.name} intact: {report.episodes} demos" + (f" ({ours} from this run)" if written else "")
 
     def add_env_args(self, env_args: dict):
         # Isaac Lab calls this before every export; written together with the episode (or not at all).
@@ -124,6 +167,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         if episode.is_empty():
             return
         streamed = _pop_streamed(episode.data)
+        self._check_free_space(episode.data, streamed)
         if self._to_create is not None:
             self._create_now()
         if not self._layout_checked:
@@ -146,6 +190,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 parent, _, term = path.rpartition("/")
                 frames.copy_to(demo.require_group(parent), term)
         except Exception as exc:
+            if (error := atomic.os_error(exc)) is not None:  # undoing it would write too: abandon() instead
+                raise RecordingIOError(error, self.file_path) from exc
             if not existed and name in data:
                 del data[name]
             data.attrs[schema.ATTR_TOTAL] = total
@@ -157,21 +203,57 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
                 "the file is as it was before it"
             ) from exc
         self._pending_env_args = {}
-        self.successes_written += bool(episode.success)
         # On disk now, not after the other envs' episodes of this step (Isaac Lab flushes once per export
         # call): a kill -9 later in the step loses nothing that was written.
-        self.flush()
+        try:
+            self.flush()
+            if self._creating is not None:
+                self._publish_created()
+        except Exception as exc:
+            raise RecordingIOError(atomic.os_error(exc) or OSError(str(exc)), self.file_path) from exc
+        self.successes_written += bool(episode.success)
+
+    def _check_free_space(self, data: dict, streamed: dict[str, SpooledFrames]) -> None:
+        """Stop before writing an episode that the disk has no room for: a write that fails half-way through
+        cannot be undone (undoing writes too), while one never started leaves the file as the last demo left it."""
+        need = _nbytes(data) + sum(f.stored_bytes for f in streamed.values()) + WRITE_HEADROOM
+        if atomic.free_bytes(self.file_path) < need:
+            full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.file_path)
+            raise RecordingIOError(full, self.file_path, need)
+
+    def check_obs_shapes(self, layout: dict[str, tuple]) -> None:
+        """Refuse, before any step, a run whose obs terms (names, shapes) differ from the demos of the file it
+        appends to; ``layout`` is what the env will record (:func:`expected_obs_layout`). The dtypes are checked
+        with the first demo (:meth:`_check_layout`)."""
+        first = self._hdf5_data_group.get(schema.demo_name(0)) if self._hdf5_file_stream is not None else None
+        if first is None:
+            return
+        existing = obs_layout(first)
+        if {k: shape for k, (shape, _) in existing.items()} != {k: shape for k, (shape, _) in layout.items()}:
+            raise RecordingError(self._layout_message(existing, layout))
 
     def _check_layout(self, layout: dict[str, tuple]) -> None:
         """Refuse demos whose obs terms (names, shapes, dtypes) differ from the demos already in the file."""
         first = self._hdf5_data_group.get(schema.demo_name(0))
         existing = obs_layout(first) if first is not None else layout
         if existing != layout:
-            raise RecordingError(
-                f"{self.file_path}: cannot append: its demos record obs {describe_obs_layout(existing)}, this run "
-                f"records obs {describe_obs_layout(layout)} (write to another file, or --overwrite)"
-            )
+            raise RecordingError(self._layout_message(existing, layout))
         self._layout_checked = True
+
+    def _layout_message(self, existing: dict, layout: dict) -> str:
+        """What differs between the file's obs terms and this run's, e.g. ``its demos record table_cam[224x224x3]
+        uint8, which this run does not``."""
+        only_file = {k: v for k, v in existing.items() if k not in layout}
+        only_run = {k: v for k, v in layout.items() if k not in existing}
+        changed = [k for k in existing if k in layout and existing[k] != layout[k]]
+        parts = [f"its demos record {describe_obs_layout(only_file)}, which this run does not"] if only_file else []
+        parts += [f"this run records {describe_obs_layout(only_run)}, which its demos do not"] if only_run else []
+        parts += [
+            f"{k} is {describe_obs_layout({'': existing[k]})} in its demos, {describe_obs_layout({'': layout[k]})} "
+            "in this run"
+            for k in changed
+        ]
+        return f"{self.file_path}: cannot append: {'; '.join(parts)} (write to another file, or --overwrite)"
 
 
 class EpisodeSeedRecorder(RecorderTerm):
@@ -255,9 +337,14 @@ def configure_recording(
                 f"{path}: {busy}; to collect in parallel use python -m l2.distributed (one shard per worker) "
                 "or separate files joined by python -m l2.tools.merge"
             )
+        if path.exists() and on_exists == "append" and not os.access(path, os.W_OK):
+            why = "read-only filesystem" if _read_only(path) else "no permission"
+            raise ValueError(f"{path}: not writable ({why})")
     folder = next(p for p in (output.parent, *output.parent.parents) if p.exists())
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{folder}: not writable, so {output} cannot be written there")
+    if max_successes:
+        warn_if_short_of_space(env_cfg, output, max_successes)
     cfg = recorders if recorders is not None else L2RecorderManagerCfg()
     cfg.dataset_export_dir_path = str(output.parent)
     cfg.dataset_filename = output.stem
@@ -285,6 +372,73 @@ def _pop_streamed(data: dict, prefix: str = "") -> dict[str, SpooledFrames]:
     return out
 
 
+CAMERA_BYTES_PER_PIXEL = 0.18
+"""A camera frame's bytes in the file per pixel, gzip-compressed, about: 13 KiB for the 224x224 table camera and
+2 KiB for the wrist camera (docs/benchmarks.md), so ~0.09 per pixel (of 3 bytes) each, two cameras on average."""
+STATE_BYTES_PER_STEP = 1024
+"""A step's state terms, actions and their chunk overhead in the file, about (they are ~60 float32)."""
+
+
+def demo_bytes_at_most(env_cfg: ManagerBasedRLEnvCfg) -> tuple[int, int]:
+    """``(bytes, steps)``: about how much one demo can take in the file, an episode of the longest length."""
+    from isaaclab.sensors import CameraCfg
+
+    steps = math.ceil(env_cfg.episode_length_s / (env_cfg.sim.dt * env_cfg.decimation))
+    cameras = getattr(env_cfg.observations, CameraFramesRecorderCfg().group, None)
+    pixels = (
+        sum(cam.width * cam.height for cam in vars(env_cfg.scene).values() if isinstance(cam, CameraCfg))
+        if cameras is not None
+        else 0
+    )
+    return int(steps * (STATE_BYTES_PER_STEP + CAMERA_BYTES_PER_PIXEL * pixels)), steps
+
+
+def warn_if_short_of_space(env_cfg: ManagerBasedRLEnvCfg, output: Path, num_demos: int) -> None:
+    """A warning (the run goes on) when the output's filesystem may not hold ``num_demos`` demos and the camera
+    spool of the running episodes: a full disk ends the run at the demo that does not fit."""
+    per_demo, steps = demo_bytes_at_most(env_cfg)
+    need, free = per_demo * (num_demos + env_cfg.scene.num_envs), atomic.free_bytes(output)
+    if free < need:
+        print(
+            f"warning: {output}: {free / 1e6:.1f} MB free on that filesystem; {num_demos} demos may take up to "
+            f"{need / 1e6:.0f} MB ({per_demo / 1e6:.1f} MB per demo of up to {steps} steps, and the running "
+            "episodes' frames)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _read_only(path: Path) -> bool:
+    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+
+
+def _nbytes(data: dict) -> int:
+    """Bytes of an episode's tensors (uncompressed: at most what they take in the file)."""
+    return sum(_nbytes(v) if isinstance(v, dict) else v.numel() * v.element_size() for v in data.values())
+
+
+def expected_obs_layout(env: ManagerBasedEnv) -> dict[str, tuple]:
+    """The obs layout (:func:`l2.format.l2file.obs_layout`) that the env's recorders will write, known once the
+    env is built: the ``policy`` group's terms (float32) and the camera group's images (uint8)."""
+    manager = env.observation_manager
+    layout = {}
+    for group, dtype in (("policy", "float32"), (CameraFramesRecorderCfg().group, "uint8")):
+        if group in manager.active_terms:
+            for name, shape in zip(manager.active_terms[group], manager.group_obs_term_dim[group], strict=True):
+                layout[name] = (tuple(shape), dtype)
+    return dict(sorted(layout.items()))
+
+
+def check_append_layout(env: ManagerBasedEnv) -> None:
+    """Refuse at once a run appending demos whose obs terms the file's demos do not have (see
+    :meth:`L2DatasetFileHandler.check_obs_shapes`); nothing to do for a new file or without recorders."""
+    handlers = _file_handlers(getattr(env, "recorder_manager", None))
+    if handlers:
+        layout = expected_obs_layout(env)
+        for handler in handlers:
+            handler.check_obs_shapes(layout)
+
+
 def _episode_obs_layout(data: dict, streamed: dict[str, SpooledFrames]) -> dict[str, tuple]:
     """What :func:`l2.format.validate.obs_layout` will read back from this episode once written."""
     layout = {}
@@ -303,6 +457,24 @@ def _episode_obs_layout(data: dict, streamed: dict[str, SpooledFrames]) -> dict[
     return dict(sorted(layout.items()))
 
 
+def close_after_io_error(env: ManagerBasedEnv) -> str:
+    """Remove the camera spool and abandon the env's dataset files (:meth:`L2DatasetFileHandler.abandon`): what
+    is kept, e.g. ``scripted_lift_cube.hdf5 intact: 6 demos (2 from this run); the episodes in flight were not
+    written``."""
+    manager = env.recorder_manager
+    for term in getattr(manager, "_terms", {}).values():
+        if isinstance(term, CameraFramesRecorder):
+            term.close(None)
+    kept = [h.abandon() for h in _file_handlers(manager)]
+    return "; ".join([k for k in kept if k] + ["the episodes in flight were not written"])
+
+
 def dataset_handler(env: ManagerBasedEnv) -> L2DatasetFileHandler:
     """The handler writing the successful-episode file (Isaac Lab keeps it private)."""
     return env.recorder_manager._dataset_file_handler
+
+
+def _file_handlers(manager) -> list[L2DatasetFileHandler]:
+    """The recorder manager's L2 file handlers (none when it records nothing)."""
+    names = ("_dataset_file_handler", "_failed_episode_dataset_file_handler")
+    return [h for h in (getattr(manager, n, None) for n in names) if isinstance(h, L2DatasetFileHandler)]
