@@ -21,7 +21,6 @@ import glob
 import multiprocessing as mp
 import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +33,7 @@ from tqdm import tqdm
 
 from l2.format import atomic
 from l2.format.hdf5_guard import read_through_all
+from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l3 import inputs as l3_inputs
 from l3 import v30
 from l3 import validate as l3_validate
@@ -503,43 +503,41 @@ def print_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert(args: argparse.Namespace) -> Summary:
+    if not args.output:
+        raise UsageError("--output DIR is required")
+    if args.workers < 1:
+        raise UsageError("--workers must be >= 1")
+    if args.address and args.engine != "ray":
+        raise UsageError("--address goes with --engine ray")
+    return convert(
+        args.inputs,
+        args.output,
+        config=args.config,
+        success_only=args.success_only,
+        sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
+        max_episodes=args.max_episodes,
+        source_overrides=args.source,
+        workers=args.workers,
+        overwrite=args.overwrite,
+        skip_bad=args.skip_bad,
+        progress=not args.quiet and sys.stderr.isatty(),
+        input_format=args.input_format,
+        min_score=args.min_score,
+        engine=args.engine,
+        address=args.address,
+        filter_key=args.filter_key,
+        codebase_version=args.codebase_version,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    terminated: list[int] = []
-
-    def on_term(signum, frame) -> None:  # SIGTERM as Ctrl-C: the temporary output is removed on the way out
-        terminated.append(signum)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        if args.print_config:
-            return print_config(args)
-        if not args.output:
-            raise UsageError("--output DIR is required")
-        if args.workers < 1:
-            raise UsageError("--workers must be >= 1")
-        if args.address and args.engine != "ray":
-            raise UsageError("--address goes with --engine ray")
-        summary = convert(
-            args.inputs,
-            args.output,
-            config=args.config,
-            success_only=args.success_only,
-            sources=[s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None,
-            max_episodes=args.max_episodes,
-            source_overrides=args.source,
-            workers=args.workers,
-            overwrite=args.overwrite,
-            skip_bad=args.skip_bad,
-            progress=not args.quiet and sys.stderr.isatty(),
-            input_format=args.input_format,
-            min_score=args.min_score,
-            engine=args.engine,
-            address=args.address,
-            filter_key=args.filter_key,
-            codebase_version=args.codebase_version,
-        )
+        with terminate_as_interrupt() as stop:  # SIGTERM as Ctrl-C: the temporary output is removed on the way out
+            if args.print_config:
+                return print_config(args)
+            summary = _convert(args)
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -550,11 +548,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {atomic.io_error_line(e, args.output, 'no output written')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        name = signal.Signals(terminated[0]).name if terminated else "SIGINT"
-        print(f"error: interrupted by {name}; no output written", file=sys.stderr)
-        return 128 + (terminated[0] if terminated else signal.SIGINT)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        line, code = interrupted_line(stop, "no output written")
+        print(f"error: {line}", file=sys.stderr)
+        return code
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     checked = "checked against its v2.1 source" if args.codebase_version == "v3.0" else "l3.validate: ok"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from l2.format.interrupts import StopRequest, stop_on_signals  # noqa: F401  (the runners' names for them)
 from l2.recording.handler import OnExists, RecordingError
 
 
@@ -133,44 +132,3 @@ def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argp
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
-
-
-class StopRequest:
-    """Set by the first SIGINT (Ctrl-C) or SIGTERM of a run (see :func:`stop_on_signals`); false until then."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __bool__(self) -> bool:
-        return self.signum is not None
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name if self.signum is not None else ""
-
-    @property
-    def exit_code(self) -> int:
-        """130 after SIGINT, 143 after SIGTERM (the shell's 128 + signal number)."""
-        return 128 + (self.signum or 0)
-
-
-@contextlib.contextmanager
-def stop_on_signals(on_first: Callable[[StopRequest], None] | None = None) -> Iterator[StopRequest]:
-    """While the block runs, the first SIGINT or SIGTERM only sets the yielded :class:`StopRequest` (and calls
-    ``on_first``): the loop checks it and stops after the step in progress, so that what is being written is
-    finished and the summary is printed. A second one raises KeyboardInterrupt at once."""
-    request = StopRequest()
-
-    def handler(signum, frame) -> None:
-        if request:
-            raise KeyboardInterrupt
-        request.signum = signum
-        if on_first is not None:
-            on_first(request)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield request
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -25,6 +25,7 @@ import h5py
 from tqdm import tqdm
 
 from l2.format import atomic, schema
+from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, describe_obs_layout
 from l2.format.validate import LIFT_ACTION_DIM, _action_dim, validate_file
 
@@ -240,14 +241,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     t0 = time.perf_counter()
     try:
-        summary = merge(
-            args.inputs,
-            args.output,
-            overwrite=args.overwrite,
-            env_name=args.env_name,
-            action_dim=args.action_dim or None,
-            progress=not args.quiet and sys.stderr.isatty(),
-        )
+        with terminate_as_interrupt() as stop:  # SIGTERM as Ctrl-C: the temporary file is removed on the way out
+            summary = merge(
+                args.inputs,
+                args.output,
+                overwrite=args.overwrite,
+                env_name=args.env_name,
+                action_dim=args.action_dim or None,
+                progress=not args.quiet and sys.stderr.isatty(),
+            )
+    except KeyboardInterrupt:
+        line, code = interrupted_line(stop, "no output written; the inputs are untouched")
+        print(f"error: {line}", file=sys.stderr)
+        return code
     except MergeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

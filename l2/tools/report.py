@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from l2.format import atomic
+from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 
 SAMPLE_VALUES = 200_000
 """Action values kept per dimension for the histograms (all of them in datasets up to that many frames)."""
@@ -474,6 +475,9 @@ def check_output(path: str | os.PathLike, overwrite: bool) -> str | None:
         return f"{path}: exists (pass --overwrite to replace it)"
     if Path(path).is_dir():
         return f"{path}: is a directory"
+    folder = next(p for p in (Path(path).absolute().parent, *Path(path).absolute().parents) if p.exists())
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder}: not writable, so {path} cannot be written there"
     return None
 
 
@@ -486,16 +490,20 @@ def run(
 
     started = time.perf_counter()
     error = error or check_output(output, overwrite)
+    code = 2
     if error is None:
         try:
-            builder = build()
+            with terminate_as_interrupt() as stop:
+                print(finish(build(), output, started))
+                return 0
         except InspectError as exc:
             error = str(exc)
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(finish(builder, output, started))
-    return 0
+        except OSError as exc:  # a full disk, a read-only place: written whole or not at all
+            error = atomic.io_error_line(exc, output, "no report written")
+        except KeyboardInterrupt:
+            error, code = interrupted_line(stop, "no report written")
+    print(f"error: {error}", file=sys.stderr)
+    return code
 
 
 def finish(builder: ReportBuilder, output: str | os.PathLike, started: float) -> str:

@@ -2,8 +2,8 @@
 
     python -m l2.tools.split data/demos/scripted_lift_cube.hdf5 --valid 0.1 --seed 0
 
-Writes ``mask/train`` and ``mask/valid`` into the file, in place: 1-D arrays of demo group names as
-fixed-length byte strings, the form robomimic writes and reads (``filter_by_attribute``,
+Writes ``mask/train`` and ``mask/valid`` into the file (a copy with them replaces it in one rename): 1-D arrays
+of demo group names as fixed-length byte strings, the form robomimic writes and reads (``filter_by_attribute``,
 ``hdf5_filter_key`` / ``hdf5_validation_filter_key``). The demos are not touched. Existing masks are
 replaced only with ``--overwrite``. ``--first N`` splits only demo_0 .. demo_<N-1> into ``mask/train_<N>`` and
 ``mask/valid_<N>``, so that training sets of several sizes live in one file (a data-scaling study).
@@ -12,16 +12,21 @@ replaced only with ``--overwrite``. ``--first N`` splits only demo_0 .. demo_<N-
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import shutil
 import sys
 
 import h5py
 import numpy as np
 
 from l2.format import atomic, schema
+from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, L2FileError
 
 MASK_GROUP = schema.MASK_GROUP
+COPY_HEADROOM = 1 << 20
+"""Free bytes the masked copy needs beyond the file's size."""
 TRAIN, VALID = "train", "valid"
 
 
@@ -60,20 +65,19 @@ def split(
     path: str | os.PathLike, valid: float = 0.1, seed: int = 0, overwrite: bool = False, first: int | None = None
 ) -> tuple[list, list]:
     """Write ``mask/train`` and ``mask/valid`` (see :func:`mask_keys`) into the L2 file at ``path``; returns
-    (train, valid) names."""
+    (train, valid) names.
+
+    Atomic: the masks go into a copy beside the file, which then replaces it in one rename (a kill or a full disk
+    leaves the file as it was). The file stays open for reading meanwhile, so no collector appends to it."""
     file = os.fspath(path)
     if not 0 <= valid < 1:
         raise SplitError(f"--valid must be in [0, 1), got {valid}")
     try:
-        with L2File(file) as l2:
-            demos = l2.demos
+        l2 = L2File(file)
     except L2FileError as exc:
         raise SplitError(str(exc)) from None
-    try:
-        f = h5py.File(file, "r+")
-    except OSError as exc:
-        raise SplitError(f"{file}: cannot open for writing as HDF5: {exc}") from None
-    with f:
+    with l2:
+        demos = l2.demos
         if first is not None:
             if first > len(demos):
                 raise SplitError(f"{file}:/{schema.DATA_GROUP}: --first {first}, but the file holds {len(demos)} demos")
@@ -82,11 +86,20 @@ def split(
             raise SplitError(f"{file}:/{schema.DATA_GROUP}: {len(demos)} demo(s); a split needs at least 2")
         keys = mask_keys(first)
         for key in keys:
-            if f"{MASK_GROUP}/{key}" in f and not overwrite:
+            if f"{MASK_GROUP}/{key}" in l2.h5 and not overwrite:
                 raise SplitError(f"{file}:/{MASK_GROUP}/{key}: exists (pass --overwrite to replace the split)")
+        if not os.access(file, os.W_OK):
+            raise SplitError(f"{file}: not writable")
+        size = os.path.getsize(file)
+        if atomic.free_bytes(file) < size + COPY_HEADROOM:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), file)
         train, val = split_names(demos, valid, seed)
-        write_mask(f, keys[0], train)
-        write_mask(f, keys[1], val)
+        with atomic.replacing(file, tag="splitting") as tmp:
+            shutil.copyfile(file, tmp)  # a reflink where the filesystem offers one
+            shutil.copymode(file, tmp)
+            with h5py.File(tmp, "r+") as f:
+                write_mask(f, keys[0], train)
+                write_mask(f, keys[1], val)
     return train, val
 
 
@@ -101,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m l2.tools.split",
         description="Split an L2 file's demos into robomimic filter keys mask/train and mask/valid, written into "
-        "the file in place (the demos are not touched).",
+        "the file (a copy of it with the keys replaces it in one rename; the demos are not touched).",
         epilog="robomimic reads them with filter_by_attribute='train' / hdf5_filter_key; L3 converts one with "
         "--filter-key NAME. Exit status: 0 written, 2 bad input or usage (one line, file untouched).",
     )
@@ -126,12 +139,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.first is not None and args.first < 2:
         p.error("--first must be at least 2")
     try:
-        train, val = split(args.file, args.valid, args.seed, args.overwrite, args.first)
+        with terminate_as_interrupt() as stop:  # SIGTERM as Ctrl-C: the copy is removed on the way out
+            train, val = split(args.file, args.valid, args.seed, args.overwrite, args.first)
+    except KeyboardInterrupt:
+        line, code = interrupted_line(stop, "the filter keys were not written, the file is untouched")
+        print(f"error: {line}", file=sys.stderr)
+        return code
     except SplitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"error: {atomic.io_error_line(exc, args.file, 'the filter keys were not written')}", file=sys.stderr)
+        kept = "the filter keys were not written, the file is untouched"
+        print(f"error: {atomic.io_error_line(exc, args.file, kept)}", file=sys.stderr)
         return 2
     keys = mask_keys(args.first)
     print(
