@@ -132,6 +132,8 @@ class ShardResult:
     included)."""
     seeds: list[int] = field(default_factory=list)
     error: str | None = None
+    refused: bool = False
+    """The collector ended with a one-line error (exit status 2: a full disk, a file in use...): not retried."""
 
 
 def _parent_death_signal():
@@ -196,11 +198,14 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
             with open(spec.log, "a") as log:
                 log.write(f"\n$ {' '.join(cmd)}\n")
                 log.flush()
-                subprocess.run(
+                run = subprocess.run(
                     cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_parent_death_signal(), check=False
                 )
             result.process_seconds += time.perf_counter() - start
             result.runs += 1
+            if run.returncode == 2:  # the collector's own one-line error: another run would meet it again
+                result.refused = True
+                result.error = f"shard {spec.index}: {_last_error(spec.log)} (log: {spec.log})"
             if stats_file.exists():  # absent when the collector was killed
                 figures = json.loads(stats_file.read_text())
                 stats_file.unlink()
@@ -211,6 +216,8 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
             stalled = 0 if now > have else stalled + 1
             result.new_demos += now - have
             have = result.demos = now
+            if result.refused:
+                break
     finally:
         stop.set()
     if progress is not None:
@@ -218,6 +225,12 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
     if path.exists():
         result.seeds = list(dict.fromkeys(shard_seeds(path)))
     return result
+
+
+def _last_error(log: str | os.PathLike) -> str:
+    """The last ``error: ...`` line a collector wrote to its log (without the prefix)."""
+    lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.startswith("error: ")]
+    return lines[-1].removeprefix("error: ") if lines else "the collector exited with status 2"
 
 
 def _checked_count(path: Path, target: int) -> int:
@@ -520,6 +533,8 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
     errors = [r.error for r in results if r.error]
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
+    if any(r.refused for r in results):
+        return 2
     return 0 if total == args.num_demos and not errors else 1
 
 

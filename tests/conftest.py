@@ -74,3 +74,15 @@ def run_probe(python: str, mode: str, root: Path, tmp: Path, *extra: str) -> dic
     )
     assert r.returncode == 0, f"LeRobot probe '{mode}' failed:\n{r.stdout[-2000:]}\n{r.stderr[-6000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def mount_tmpfs(folder: Path, options: str) -> None:
+    """A real small (or read-only) filesystem at ``folder``: a tmpfs, which root can mount (as in CI); the test is
+    skipped, saying why, where it cannot be mounted. Unmount with :func:`umount`."""
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode().strip()}")
+
+
+def umount(folder: Path) -> None:
+    subprocess.run(["umount", str(folder)], check=False)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SCRIPTED_RUN, run_scripted
+from conftest import REPO, SCRIPTED_RUN, mount_tmpfs, run_scripted, umount
 from l3_fixtures import make_l2_file
 
 from l2.format.l2file import L2File
@@ -84,22 +84,67 @@ def test_a_folder_that_cannot_be_written_is_refused_before_the_simulator(tmp_pat
     """A read-only place (a read-only tmpfs mounted by root) is named in one line, exit 2, in seconds."""
     ro = tmp_path / "ro"
     ro.mkdir()
-    _mount(ro, "ro,size=1m")
+    mount_tmpfs(ro, "ro,size=1m")
     try:
         start = time.monotonic()
         proc = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(ro / "demos" / "scripted_x.hdf5"))
         took = time.monotonic() - start
     finally:
-        subprocess.run(["umount", str(ro)], check=False)
+        umount(ro)
     assert f"{ro}: not writable" in _error_line(proc)
     assert "Completed setting up the environment" not in proc.stdout, f"the simulator started ({took:.0f} s)"
 
 
-def _mount(folder: Path, options: str) -> None:
-    """A real small (or read-only) filesystem: a tmpfs, which root can mount (as in CI); skip elsewhere."""
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode().strip()}")
+def _demo_arrays(path: Path) -> dict[str, bytes]:
+    """Every demo's actions and frames, as bytes: what an append must leave as it was."""
+    with L2File(path, guard=False) as f:
+        return {
+            f"{d}/{k}": f.data[d][k][()].tobytes()
+            for d in f.demos
+            for k in ("actions", "obs/table_cam", "obs/wrist_cam")
+        }
+
+
+@pytest.mark.sim
+def test_a_full_disk_ends_collection_in_one_line_and_keeps_the_demos(scripted_run, tmp_path):
+    """Appending camera demos to a file on a nearly full filesystem: a warning before the simulator starts, then
+    one line when the disk cannot take the next demo (naming the free space and what the file holds), exit 2, the
+    old demos unchanged, the file valid, no spool left. A collection into a new file on a 1 MB filesystem (here
+    an evaluation's --record) leaves nothing."""
+    src = scripted_run[0]
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount_tmpfs(disk, f"size={src.stat().st_size + (3 << 20)}")
+    try:
+        out = disk / src.name
+        out.write_bytes(src.read_bytes())
+        before = _demo_arrays(out)
+        proc = run_scripted("--num_envs", "2", "--num_demos", "20", "--output", str(out), "--append")
+        line = _error_line(proc)
+        assert re.match(rf"error: {re.escape(str(out))}: no space left on device \(\d+\.\d MB free on that ", line)
+        kept = re.search(rf"{out.name} intact: (\d+) demos", line)
+        assert kept and line.endswith("the episodes in flight were not written"), line
+        assert any(x.startswith(f"warning: {out}: ") and "may take up to" in x for x in proc.stderr.splitlines())
+        report = validate_file(out)
+        assert report.ok and report.episodes == int(kept.group(1)) >= len(before) // 3
+        after = _demo_arrays(out)
+        assert {k: after[k] for k in before} == before
+        assert _leftovers(disk, out) == []
+    finally:
+        umount(disk)
+
+    mount_tmpfs(disk, "size=1m")
+    try:
+        record = disk / "policy_lift_cube.hdf5"
+        proc = run_cli("-m", "l2.evaluate", "--episodes", "4", "--num_envs", "2", "--record", str(record))
+        line = _error_line(proc)
+        assert (
+            line.startswith(f"error: {record}: no space left on device (")
+            and "policy_lift_cube.hdf5: not written" in line
+        )
+        assert os.listdir(disk) == []
+    finally:
+        umount(disk)
 
 
 @pytest.fixture
@@ -108,9 +153,9 @@ def full_disk(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     data = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 12, camera=True, length=80, frame_size=(224, 224))
-    _mount(disk, "size=1m")
+    mount_tmpfs(disk, "size=1m")
     yield disk, data
-    subprocess.run(["umount", str(disk)], check=False)
+    umount(disk)
 
 
 def _error_line(proc: subprocess.CompletedProcess) -> str:

@@ -4,10 +4,12 @@ the success quota, streamed frames, appends with other obs terms, and episodes w
 from __future__ import annotations
 
 import json
+import os
 
 import h5py
 import numpy as np
 import pytest
+from conftest import mount_tmpfs, umount
 
 pytest.importorskip("isaaclab")
 
@@ -16,7 +18,7 @@ from isaaclab.utils.datasets import EpisodeData  # noqa: E402
 
 from l2.format.validate import validate_file  # noqa: E402
 from l2.recording.camera_frames import FrameSpool  # noqa: E402
-from l2.recording.handler import L2DatasetFileHandler, RecordingError  # noqa: E402
+from l2.recording.handler import L2DatasetFileHandler, RecordingError, RecordingIOError  # noqa: E402
 
 TASK = "L2-Lift-Cube-Franka-IK-Abs"
 
@@ -226,3 +228,63 @@ def test_kill_9_while_writing_a_demo_keeps_the_file(tmp_path):
     second = run_round(path, args, random.Random(3), "outside", seed=1)
     assert second.exit_code == -signal.SIGKILL and second.valid and second.lost == 0, second.verdict
     assert second.after >= first.after
+
+
+# -- a full disk (a real small tmpfs; no simulator) ------------------------------------------------------
+def _noise_episode(T: int) -> EpisodeData:
+    """An episode of T steps whose obs/noise (16 KiB a step) gzip cannot shrink."""
+    episode = _episode(T, True)
+    episode.data["obs"]["noise"] = torch.from_numpy(np.random.default_rng(T).random((T, 4096), dtype=np.float32))
+    return episode
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount_tmpfs(disk, "size=2m")
+    yield disk
+    umount(disk)
+
+
+def test_an_episode_the_disk_has_no_room_for_is_not_started(small_disk):
+    """The free-space check stops before the write: the file stays byte-identical, and a file this run would have
+    made is not left behind."""
+    path = small_disk / "demos.hdf5"
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    with pytest.raises(RecordingIOError, match="No space left on device"):
+        handler.write_episode(_noise_episode(256))  # 4 MB
+    assert handler.abandon() == "demos.hdf5: not written" and os.listdir(small_disk) == []
+
+    _write(path, [_noise_episode(16)])
+    before = path.read_bytes()
+    handler = L2DatasetFileHandler(on_exists="append")
+    handler.create(str(path), env_name=TASK)
+    with pytest.raises(RecordingIOError) as err:
+        handler.write_episode(_noise_episode(256))
+    assert err.value.need > err.value.free
+    assert handler.abandon() == "demos.hdf5 intact: 1 demos"
+    assert path.read_bytes() == before and os.listdir(small_disk) == ["demos.hdf5"]
+
+
+def test_a_disk_filled_after_the_check_is_caught_by_the_reservation(small_disk, monkeypatch):
+    """Another process may fill the disk between the free-space check and the write: the episode's bytes are
+    reserved on disk (fallocate) before it is written, so it is refused whole instead of failing half-way (where
+    the HDF5 library can crash in its flush). The file keeps the demos written before, valid."""
+    from l2.recording import handler as handler_module
+
+    monkeypatch.setattr(handler_module.atomic, "free_bytes", lambda path: 1 << 40)  # the check sees room
+    path = small_disk / "demos.hdf5"
+    handler = L2DatasetFileHandler()
+    handler.create(str(path), env_name=TASK)
+    with pytest.raises(RecordingIOError) as err:
+        for _ in range(20):  # 0.5 MB each: the disk is full before the 4th
+            handler.write_episode(_noise_episode(32))
+    written = handler.successes_written
+    assert 1 <= written < 4 and "No space left on device" in str(err.value)
+    assert handler.abandon() == f"demos.hdf5 intact: {written} demos (all from this run)"
+    report = validate_file(path)
+    assert report.ok and report.episodes == written, [str(v) for v in report.violations]
+    assert os.listdir(small_disk) == ["demos.hdf5"]
+    assert os.stat(path).st_blocks * 512 < os.path.getsize(path) + (64 << 10)  # no reserved space kept

@@ -128,12 +128,14 @@ def test_refuses_existing_file_and_append_continues_numbering(scripted_run, tmp_
     assert out.read_bytes() == before
     with h5py.File(out) as f:
         old = {n: f[f"data/{n}/actions"][()] for n in f["data"]}
-    # Demos without cameras cannot join camera demos: one line naming both layouts, the file untouched.
+    # Demos without cameras cannot join camera demos: one line naming the difference, the file untouched.
     mixed = _run("--num_envs", "2", "--num_demos", "1", "--output", str(out), "--append", "presets=no_cameras")
     assert mixed.returncode == 2, mixed.stdout[-2000:] + mixed.stderr[-2000:]
     error = [line for line in mixed.stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "cannot append" in error[0], mixed.stderr[-2000:]
-    assert "table_cam[224x224x3] uint8" in error[0] and error[0].count("joint_pos[9] float32") == 2
+    cameras = "table_cam[224x224x3] uint8, wrist_cam[224x224x3] uint8"
+    assert f"its demos record {cameras}, which this run does not" in error[0]
+    assert "scripted demos" not in mixed.stderr  # refused before the first step: the progress bar never started
     assert out.read_bytes() == before
     appended = _run("--num_envs", "2", "--num_demos", "2", "--output", str(out), "--append", "--seed", "3")
     assert appended.returncode == 0, appended.stdout[-3000:] + appended.stderr[-3000:]

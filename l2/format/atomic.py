@@ -114,6 +114,38 @@ def os_error(exc: BaseException) -> OSError | None:
     return OSError(int(code.group(1)), os.strerror(int(code.group(1))), name.group(1) if name else None)
 
 
+FALLOC_FL_KEEP_SIZE = 1
+
+
+def reserve_space(path: str | os.PathLike, nbytes: int) -> bool:
+    """Reserve ``nbytes`` of disk past the end of the file at ``path`` without changing its size (Linux
+    ``fallocate`` with KEEP_SIZE), so that writes appending that much to it cannot meet a full disk, even one
+    that another process fills meanwhile. OSError (ENOSPC) when there is no room; False where the filesystem or
+    the system cannot reserve. :func:`release_space` gives back what the writes did not use."""
+    global _LIBC
+    if not hasattr(os, "sched_getaffinity"):  # not Linux
+        return False
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    fallocate = _LIBC.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if fallocate(fd, FALLOC_FL_KEEP_SIZE, os.fstat(fd).st_size, nbytes) == 0:
+            return True
+        code = ctypes.get_errno()
+    finally:
+        os.close(fd)
+    if code in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(code, os.strerror(code), os.fspath(path))
+
+
+def release_space(path: str | os.PathLike) -> None:
+    """Give back the disk :func:`reserve_space` reserved past the file's end (a truncate to its own size)."""
+    os.truncate(path, os.path.getsize(path))
+
+
 def free_bytes(path: str | os.PathLike) -> int:
     """Free bytes on the filesystem of ``path`` (or of its nearest existing parent)."""
     folder = next((p for p in (Path(path), *Path(path).parents) if p.exists()), Path("."))
@@ -129,7 +161,7 @@ def io_error_line(
     exc = os_error(exc) or exc
     hidden = exc.filename is None or any(part.startswith(".") for part in Path(exc.filename).parts[1:])
     where = target if hidden else exc.filename  # a temporary beside the target: name the target
-    reason = (exc.strerror or str(exc)).lower()
+    reason = (os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)).lower()
     space = ""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         free = free_bytes(where) if free is None else free

@@ -146,7 +146,7 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
     from isaaclab_mimic.datagen import DataGenerator, DataGenInfoPool
     from tqdm import tqdm
 
-    from l2.recording.collect import CollectionStats
+    from l2.recording.collect import CollectionStats, stop_after_step
     from l2.recording.handler import dataset_handler
 
     pool = DataGenInfoPool(env, env.cfg, env.device)
@@ -185,12 +185,14 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
     start = time.perf_counter()
 
     def over() -> bool:
-        return handler.successes_written >= num_demos or stats.attempts >= max_attempts
+        return bool(stop) or handler.successes_written >= num_demos or stats.attempts >= max_attempts
 
+    stop = cli.StopRequest()
     try:
         with (
             torch.inference_mode(),
             tqdm(total=num_demos, unit="demo", desc="mimic demos", dynamic_ncols=True, mininterval=0.5) as bar,
+            stop_after_step(bar) as stop,
         ):
             while not over():
                 # Let every generator run until it has queued its next action (resetting envs on request).
@@ -223,6 +225,7 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
         asyncio.set_event_loop(None)
     stats.seconds = time.perf_counter() - start
     stats.written = handler.successes_written
+    stats.interrupted = stop if stop else None
     return stats
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -61,7 +62,7 @@ def collect(
     start = time.perf_counter()
     with (
         tqdm(total=target, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
-        cli.stop_on_signals(lambda req: bar.write(f"{req.name}: stopping after this step (again: at once)")) as stop,
+        stop_after_step(bar) as stop,
     ):
         while (
             not stop and (num_demos is None or handler.successes_written < num_demos) and bool((episodes < quota).any())
@@ -85,6 +86,11 @@ def collect(
     stats.written = handler.successes_written
     stats.interrupted = stop if stop else None
     return stats
+
+
+def stop_after_step(bar) -> contextlib.AbstractContextManager[cli.StopRequest]:
+    """:func:`l2.recording.cli.stop_on_signals`, saying so under the progress bar ``bar``."""
+    return cli.stop_on_signals(lambda req: bar.write(f"{req.name}: stopping after this step (again: at once)"))
 
 
 def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> int:

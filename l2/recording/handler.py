@@ -10,6 +10,7 @@ exactly N demos land even when several envs succeed on the same step, writes the
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import math
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import h5py
 from isaaclab.envs.mdp.recorders.recorders_cfg import (
     InitialStateRecorderCfg,
     PreStepActionsRecorderCfg,
@@ -62,6 +64,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self._created = False
         """This run made the file."""
         self._abandoned = False
+        self._reserved = False
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -120,6 +123,13 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         if self._hdf5_file_stream is not None:
             atomic.abandon_hdf5(self._hdf5_file_stream)
             self._hdf5_file_stream = None
+            # Opened and closed again, untouched, to clear the "open for writing" flag the abandoned handle left
+            # in the superblock (one byte in place: it needs no free space).
+            with contextlib.suppress(Exception):
+                h5py.File(self._creating or self.file_path, "r+").close()
+        if self._reserved:
+            with contextlib.suppress(OSError):
+                atomic.release_space(self._creating or self.file_path)
         if self._creating is not None:
             Path(self._creating).unlink(missing_ok=True)
         path, written = Path(self.file_path), self.successes_written
@@ -167,9 +177,11 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         if episode.is_empty():
             return
         streamed = _pop_streamed(episode.data)
-        self._check_free_space(episode.data, streamed)
+        need = _nbytes(episode.data) + sum(f.stored_bytes for f in streamed.values()) + WRITE_HEADROOM
+        self._check_free_space(need)
         if self._to_create is not None:
             self._create_now()
+        self._reserve(need)
         if not self._layout_checked:
             self._check_layout(_episode_obs_layout(episode.data, streamed))
         data = self._hdf5_data_group
@@ -207,19 +219,31 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         # call): a kill -9 later in the step loses nothing that was written.
         try:
             self.flush()
+            if self._reserved:
+                atomic.release_space(self._creating or self.file_path)
+                self._reserved = False
             if self._creating is not None:
                 self._publish_created()
         except Exception as exc:
             raise RecordingIOError(atomic.os_error(exc) or OSError(str(exc)), self.file_path) from exc
         self.successes_written += bool(episode.success)
 
-    def _check_free_space(self, data: dict, streamed: dict[str, SpooledFrames]) -> None:
-        """Stop before writing an episode that the disk has no room for: a write that fails half-way through
-        cannot be undone (undoing writes too), while one never started leaves the file as the last demo left it."""
-        need = _nbytes(data) + sum(f.stored_bytes for f in streamed.values()) + WRITE_HEADROOM
+    def _check_free_space(self, need: int) -> None:
+        """Stop before writing an episode (``need`` bytes at most) that the disk has no room for: a write that
+        fails half-way cannot be undone (undoing writes too, and the HDF5 library may crash on a failed flush),
+        while one never started leaves the file as the last demo left it."""
         if atomic.free_bytes(self.file_path) < need:
             full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.file_path)
             raise RecordingIOError(full, self.file_path, need)
+
+    def _reserve(self, need: int) -> None:
+        """Reserve the episode's bytes on disk before writing them (:func:`l2.format.atomic.reserve_space`): a
+        disk that another process fills after the check above still has room for this episode."""
+        path = self._creating or self.file_path
+        try:
+            self._reserved = atomic.reserve_space(path, need)
+        except OSError as exc:
+            raise RecordingIOError(exc, self.file_path, need) from None
 
     def check_obs_shapes(self, layout: dict[str, tuple]) -> None:
         """Refuse, before any step, a run whose obs terms (names, shapes) differ from the demos of the file it
