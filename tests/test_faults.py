@@ -16,16 +16,18 @@ import pytest
 from conftest import REPO, SCRIPTED_RUN, mount_tmpfs, run_scripted, umount
 from l3_fixtures import make_l2_file
 
+from l2.format import atomic
 from l2.format.l2file import L2File
 from l2.format.validate import validate_file
 
 
-def _start(out: Path, *args: str) -> subprocess.Popen:
+def _start(out: Path, *args: str, collector: tuple[str, ...] = (str(SCRIPTED_RUN),)) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(SCRIPTED_RUN), "--num_envs", "2", "--num_demos", "40", "--output", str(out), *args],
+        [sys.executable, *collector, "--num_envs", "2", "--num_demos", "40", "--output", str(out), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=REPO,
     )
 
 
@@ -77,6 +79,28 @@ def test_a_signal_ends_collection_with_a_summary_and_a_second_writer_is_refused(
     assert report.ok and report.episodes >= 1, [str(v) for v in report.violations]
     assert re.search(r"demos written\s+(\d+)", stdout).group(1) == str(report.episodes)
     assert _leftovers(tmp_path, out) == []  # no spool, no half-created file
+
+
+@pytest.mark.sim
+def test_ctrl_c_ends_mimic_generation_with_a_summary(tmp_path):
+    """Mimic generation stops after the step in progress too: summary marked interrupted, exit 130, the demos
+    written kept in a valid file."""
+    src = tmp_path / "scripted_lift_cube.hdf5"
+    made = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(src), "presets=no_cameras")
+    assert made.returncode == 0, made.stderr[-2000:]
+    out = tmp_path / "mimic_lift_cube.hdf5"
+    proc = _start(out, "--input", str(src), "presets=no_cameras", collector=("-m", "l2.mimic"))
+    try:
+        _wait_for_demo(proc, out)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
+    assert "interrupted" in stdout and "by SIGINT" in stdout
+    report = validate_file(out)
+    assert report.ok and re.search(r"demos written\s+(\d+)", stdout).group(1) == str(report.episodes)
 
 
 @pytest.mark.sim
@@ -175,7 +199,77 @@ def test_a_full_disk_ends_conversion_and_merge_in_error_line(full_disk):
     line = _error_line(run_cli("-m", "l2.tools.merge", str(data), "-o", str(merged)))
     assert line.startswith(f"error: {merged}: no space left on device (") and "the inputs are untouched" in line
     assert os.listdir(disk) == []  # no temporary folder or file left
+    filler = disk / "filler"
+    filler.write_bytes(b"\0" * (atomic.free_bytes(disk) - (16 << 10)))  # 16 KB left
+    report = disk / "report.html"
+    line = _error_line(run_cli("-m", "l2.tools.inspect_demos", str(data), "-o", str(report), "--quiet"))
+    assert line.startswith(f"error: {report}: no space left on device (") and line.endswith("; no report written")
+    assert os.listdir(disk) == ["filler"]
     assert hashlib.sha256(data.read_bytes()).hexdigest() == before
+
+
+def test_split_on_a_full_disk_or_a_read_only_file_leaves_the_file_as_it_was(tmp_path):
+    """A split writes a copy of the file with its filter keys and renames it into place: without room for the
+    copy it says so in one line, and the file is byte-identical, with nothing beside it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    data = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 12, camera=True, length=40, frame_size=(224, 224))
+    mount_tmpfs(disk, f"size={data.stat().st_size + (512 << 10)}")
+    try:
+        target = disk / data.name
+        target.write_bytes(data.read_bytes())
+        before = hashlib.sha256(target.read_bytes()).hexdigest()
+        line = _error_line(run_cli("-m", "l2.tools.split", str(target)))
+        assert line.startswith(f"error: {target}: no space left on device (") and "file is untouched" in line
+        assert os.listdir(disk) == [target.name] and hashlib.sha256(target.read_bytes()).hexdigest() == before
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        line = _error_line(run_cli("-m", "l2.tools.split", str(target)))
+        assert line == f"error: {target}: not writable"
+    finally:
+        umount(disk)
+
+
+def test_sigterm_ends_a_merge_with_nothing_left(tmp_path):
+    """SIGTERM while demos are being copied: one line, exit 143, the temporary file removed, inputs untouched."""
+    data = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 12, camera=True, length=80, frame_size=(224, 224))
+    copy = tmp_path / "scripted_copy.hdf5"
+    copy.write_bytes(data.read_bytes())
+    before = hashlib.sha256(data.read_bytes()).hexdigest()
+    out = tmp_path / "out" / "merged.hdf5"
+    out.parent.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "l2.tools.merge", str(data), str(copy), "-o", str(out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not list(out.parent.glob(f".{out.name}.*.merging")):  # copying has begun
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 143, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == (
+        "error: interrupted by SIGTERM; no output written; the inputs are untouched"
+    )
+    assert os.listdir(out.parent) == [] and hashlib.sha256(data.read_bytes()).hexdigest() == before
+
+
+def test_a_shard_whose_collector_refuses_is_not_retried(tmp_path):
+    """A distributed worker whose collector ends with a one-line error (exit 2: a full disk, a file in use) stops
+    at once and hands that line to the driver, which exits 2; a crash (another status) is retried."""
+    from l2.distributed import ShardSpec, run_shard
+
+    log = tmp_path / "shard_0.log"
+    refuse = "import sys; print('error: shard_0.hdf5: no space left on device (0.0 MB free)'); sys.exit(2)"
+    spec = ShardSpec(0, str(tmp_path / "shard_0.hdf5"), 3, 0, ["-c", refuse], restarts=2, log=str(log))
+    result = run_shard(spec)
+    assert result.refused and result.runs == 1
+    assert result.error == f"shard 0: shard_0.hdf5: no space left on device (0.0 MB free) (log: {log})"
+    crash = ShardSpec(0, str(tmp_path / "shard_0.hdf5"), 3, 0, ["-c", "raise SystemExit(1)"], restarts=2, log=str(log))
+    result = run_shard(crash)
+    assert not result.refused and result.runs == 3 and "without a new one" in result.error
 
 
 def test_sigterm_ends_conversion_with_nothing_left(tmp_path):
