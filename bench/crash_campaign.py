@@ -1,8 +1,10 @@
-"""Crash campaign: kill -9 a real scripted collection again and again; the demo file must survive.
+"""Crash campaign: kill -9 a real scripted collection again and again; the demo file must survive. Then kill -9
+the tools that write whole outputs (conversion, merge, split) at random moments.
 
     python bench/crash_campaign.py                       # 20 kills, state-only (about 20 min on 2 cores)
     python bench/crash_campaign.py --kills 4 --seed 1    # quicker
     python bench/crash_campaign.py --cameras             # with both cameras (streamed frames), slower
+    python bench/crash_campaign.py --kills 0 --tool-kills 30   # only the tools
 
 Every round launches ``l2/scripted/run.py --append`` on the same file (4 envs), waits until it is
 collecting, and kills it with SIGKILL, in turns:
@@ -14,6 +16,12 @@ collecting, and kills it with SIGKILL, in turns:
 After each kill the file must pass ``l2.format.validate``, every demo the run had reported as written (its
 progress bar, updated after each flushed episode) must still be in it (``lost`` counts those that are
 not), and the next round appends to the same file. Nothing here is timed: the delays only pick moments.
+
+Tool rounds (``--tool-kills``, in turns ``l3/convert.py``, ``l2.tools.merge``, ``l2.tools.split``) run each tool
+on a small camera L2 file and kill it at a random moment of a clean run's duration. The target (the dataset
+folder, the merged file, the split file) must then be what it was before (absent, or the previous output,
+byte-identical), or the complete new output (it validates); the inputs must be byte-identical; and the
+temporary the killed run left beside the target must be gone after the next run of the same tool.
 """
 
 from __future__ import annotations
@@ -146,6 +154,149 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
     return Round(mode, moment, reported, before, demos_in(path) if valid else -1, valid, verdict, proc.returncode)
 
 
+# -- tool rounds ---------------------------------------------------------------------------------------------
+TOOLS = ("convert", "merge", "split")
+
+
+@dataclass
+class ToolRound:
+    tool: str
+    moment: str
+    exit_code: int
+    target: str
+    """``before`` (as it was), ``new`` (the complete new output) or what is wrong with it."""
+    inputs_intact: bool
+    mid_write: bool
+    """The kill left a temporary beside the target: it came while the output was being written."""
+    stale_cleared: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.target in ("before", "new") and self.inputs_intact and self.stale_cleared
+
+
+def _digest(path: Path) -> str:
+    """A file's or a folder's content hash ("" when absent)."""
+    import hashlib
+
+    if not path.exists():
+        return ""
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        if p.is_file():
+            h.update(str(p.relative_to(path)).encode() if path.is_dir() else b"")
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+class ToolBench:
+    """Inputs and commands of the tool rounds, in a work folder."""
+
+    def __init__(self, work: Path):
+        sys.path.insert(0, str(REPO / "tests"))
+        from l3_fixtures import make_l2_file
+
+        self.work = work
+        self.a = make_l2_file(work / "scripted_lift_cube.hdf5", 6, camera=True, length=40, frame_size=(224, 224))
+        self.b = make_l2_file(work / "scripted_more.hdf5", 6, seed=1, camera=True, length=40, frame_size=(224, 224))
+        self.split_file = work / "split" / "scripted_lift_cube.hdf5"
+        self.targets = {
+            "convert": work / "out" / "lift_cube_gr00t",
+            "merge": work / "merged" / "scripted_lift_cube.hdf5",
+            "split": self.split_file,
+        }
+        for t in self.targets.values():
+            t.parent.mkdir(exist_ok=True)
+        self.split_file.write_bytes(self.a.read_bytes())
+        self.variant = 0
+        """Alternated between rounds (input order, split seed), so that a new output differs from the old one."""
+        # When each tool starts working (its --help: the imports) and ends (a clean run): kills land between.
+        self.window = {t: (self.run(t, help_only=True).seconds, self.run(t).seconds) for t in TOOLS}
+
+    def command(self, tool: str) -> list[str]:
+        target = str(self.targets[tool])
+        a, b = (self.a, self.b) if self.variant % 2 == 0 else (self.b, self.a)
+        if tool == "convert":
+            return ["l3/convert.py", str(a), str(b), "-o", target, "--overwrite", "-q"]
+        if tool == "merge":
+            return ["-m", "l2.tools.merge", str(a), str(b), "-o", target, "--overwrite", "-q"]
+        return ["-m", "l2.tools.split", target, "--overwrite", "--seed", str(self.variant)]
+
+    def run(self, tool: str, kill_after: float | None = None, help_only: bool = False):
+        start = time.perf_counter()
+        cmd = self.command(tool)[:2] + ["--help"] if help_only else self.command(tool)
+        proc = subprocess.Popen([sys.executable, *cmd], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if kill_after is not None:
+            try:
+                proc.wait(timeout=kill_after)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+        stderr = proc.communicate()[1].decode(errors="replace")
+        proc.seconds = time.perf_counter() - start
+        if kill_after is None and proc.returncode != 0:
+            raise RuntimeError(f"{tool}: clean run failed: {stderr[-2000:]}")
+        return proc
+
+    def target_state(self, tool: str, before: str) -> str:
+        target = self.targets[tool]
+        if _digest(target) == before:
+            return "before"
+        if tool == "convert":
+            from l3.validate import validate
+
+            problems = validate(target, deep=False)
+            return "new" if not problems else f"damaged ({problems[0]})"
+        from l2.format.validate import validate_file
+
+        report = validate_file(target)
+        return "new" if report.ok else f"damaged ({report.violations[0]})"
+
+    def round(self, tool: str, rng: random.Random) -> ToolRound:
+        target = self.targets[tool]
+        inputs = [self.a, self.b]
+        before, before_inputs = _digest(target), [_digest(p) for p in inputs]
+        self.variant += 1
+        delay = rng.uniform(*self.window[tool])
+        proc = self.run(tool, kill_after=delay)
+        state = self.target_state(tool, before)
+        intact = [_digest(p) for p in inputs] == before_inputs
+
+        def temporaries() -> list[str]:
+            return [p.name for p in target.parent.iterdir() if p.name.startswith(f".{target.name}.")]
+
+        mid_write = bool(temporaries())
+        self.run(tool)  # the next run of the same tool clears what the killed one left
+        leftovers = temporaries()
+        moment = f"{delay:.2f} s of {self.window[tool][1]:.1f}"
+        return ToolRound(tool, moment, proc.returncode, state, intact, mid_write, not leftovers)
+
+
+def tool_rounds(kills: int, rng: random.Random) -> list[ToolRound]:
+    rounds = []
+    if not kills:
+        return rounds
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = ToolBench(Path(tmp))
+        print("\n  tool    killed at     exit  writing  target  inputs  temporary")
+        for i in range(kills):
+            r = bench.round(TOOLS[i % len(TOOLS)], rng)
+            rounds.append(r)
+            print(
+                f"  {r.tool:<7} {r.moment:<13} {r.exit_code:>4}  {'yes' if r.mid_write else 'no':<7}  {r.target:<6}  "
+                f"{'intact' if r.inputs_intact else 'CHANGED':<6}  {'cleared' if r.stale_cleared else 'LEFT'}",
+                flush=True,
+            )
+    killed = sum(r.exit_code == -signal.SIGKILL for r in rounds)
+    print(
+        f"\n  tools: {killed}/{len(rounds)} killed mid-run ({sum(r.mid_write for r in rounds)} while writing), "
+        "target old or new whole in "
+        f"{sum(r.target in ('before', 'new') for r in rounds)}/{len(rounds)}, inputs intact in "
+        f"{sum(r.inputs_intact for r in rounds)}/{len(rounds)}, temporaries cleared in "
+        f"{sum(r.stale_cleared for r in rounds)}/{len(rounds)}"
+    )
+    return rounds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=20, help="rounds, half of each mode (default: %(default)s)")
@@ -164,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cameras", action="store_true", help="record both cameras (default: state only)")
     parser.add_argument("--file", type=Path, default=None, help="demo file to collect into (default: a temp file)")
+    parser.add_argument(
+        "--tool-kills",
+        type=int,
+        default=9,
+        help="rounds that kill conversion, merge and split, in turns (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
@@ -184,11 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(r.exit_code == -signal.SIGKILL for r in rounds)
     survived = sum(r.valid for r in rounds)
     lost = sum(r.lost for r in rounds if r.valid)
-    print(
-        f"\n  kills {killed}/{len(rounds)} rounds (SIGKILL), file valid after {survived}/{len(rounds)}, "
-        f"reported demos lost {lost}, demos in the file at the end {rounds[-1].after if rounds else 0}"
-    )
-    return 0 if rounds and survived == len(rounds) and lost == 0 and killed == len(rounds) else 1
+    if rounds:
+        print(
+            f"\n  kills {killed}/{len(rounds)} rounds (SIGKILL), file valid after {survived}/{len(rounds)}, "
+            f"reported demos lost {lost}, demos in the file at the end {rounds[-1].after}"
+        )
+    tools = tool_rounds(args.tool_kills, rng)
+    collection_ok = survived == len(rounds) and lost == 0 and killed == len(rounds)
+    return 0 if (rounds or tools) and collection_ok and all(r.ok for r in tools) else 1
 
 
 if __name__ == "__main__":

@@ -329,6 +329,7 @@ def convert(
     # 4. into a temporary folder beside the target: number the episodes, write each one once (in
     #    parallel, in order), meta/; then validate and rename into place
     output.parent.mkdir(parents=True, exist_ok=True)
+    atomic.remove_stale_temps(output)
     tmp = atomic.temp_path(output)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -360,10 +361,13 @@ def convert(
             shown = "\n".join(f"  {v}" for v in violations[:20])
             raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")
         replace_output(tmp, output, overwrite)
-    except BaseException:
-        if meta is not None:
-            meta.abort()
-        shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException as exc:
+        atomic.note_free_space(exc, tmp)
+        try:
+            if meta is not None:
+                meta.abort()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     summary.episodes, summary.frames = meta.episodes, meta.frames
     summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())

@@ -9,6 +9,7 @@ process hands their results to the :class:`MetaWriter` in episode order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -329,8 +330,11 @@ class MetaWriter:
         _write_json(self.root / lay.STATS_PATH, stats)
 
     def abort(self) -> None:
-        self._episodes.close()
-        self._ep_stats.close()
+        """Close the streams of a dataset that will not be finished (their last buffered lines may not fit on a
+        full disk: no matter, the folder is removed)."""
+        for stream in (self._episodes, self._ep_stats):
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -54,8 +54,11 @@ SMOKE = {
         ["2 workers / 1 worker (baseline)", "byte-identical: True"],
         ("sim",),
     ),
-    "crash_campaign.py": (["--kills", "2", "--max-delay", "4"], ["kills", "demos"], ("sim",)),
+    "crash_campaign.py": (
+        ["--kills", "2", "--max-delay", "4", "--tool-kills", "3"], ["kills", "demos", "tools:"], ("sim",)
+    ),
     "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
+    "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
     "policy_protocol.py": (
         ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
         ["baseline = bare ZeroMQ echo", "simulation step:"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import glob
 import os
 import re
 import shutil
@@ -23,6 +24,34 @@ def temp_path(target: str | os.PathLike, tag: str = "tmp") -> Path:
     """A hidden name beside ``target`` for this process: ``.<name>.<pid>.<tag>`` (same folder, same filesystem)."""
     target = Path(target)
     return target.with_name(f".{target.name}.{os.getpid()}.{tag}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (of any user)."""
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def remove_stale_temps(target: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries (:func:`temp_path`) that processes no longer running left beside ``target`` (a
+    kill -9 leaves its temporary behind; the next run writing the same target clears it). Returns them."""
+    target = Path(target)
+    prefix = f".{target.name}."
+    stale = []
+    for p in target.parent.glob(f"{glob.escape(prefix)}*") if target.parent.is_dir() else ():
+        pid = p.name[len(prefix) :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            stale.append(p)
+    return stale
 
 
 def _fsync(path: Path, directory: bool = False) -> None:
@@ -82,10 +111,14 @@ def publish(tmp: str | os.PathLike, target: str | os.PathLike, *, overwrite: boo
 def replacing(target: str | os.PathLike, *, overwrite: bool = True, tag: str = "tmp") -> Iterator[Path]:
     """``with replacing(out) as tmp: write(tmp)``: ``tmp`` is published as ``out`` when the block ends, and removed
     if it raises (nothing is left behind)."""
+    remove_stale_temps(target)
     tmp = temp_path(target, tag)
     try:
         yield tmp
         publish(tmp, target, overwrite=overwrite)
+    except BaseException as exc:
+        note_free_space(exc, tmp)
+        raise
     finally:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -152,12 +185,22 @@ def free_bytes(path: str | os.PathLike) -> int:
     return shutil.disk_usage(folder).free
 
 
+def note_free_space(exc: BaseException, path: str | os.PathLike) -> None:
+    """Remember on a full disk's error how much was free when it failed (before its temporary is removed), for
+    :func:`io_error_line`."""
+    error = os_error(exc)
+    if error is not None and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        with contextlib.suppress(OSError):
+            exc.free_at_failure = free_bytes(path)
+
+
 def io_error_line(
     exc: OSError, target: str | os.PathLike, kept: str, *, free: int | None = None, need: int | None = None
 ) -> str:
     """One line for a failed write: what failed and where, the free space there (for a full disk; ``free`` when
     measured at the failure, ``need`` when known), and what was kept, e.g. ``out/ds: no space left on device
     (0.0 MB free on that filesystem); no output written``."""
+    free = getattr(exc, "free_at_failure", None) if free is None else free
     exc = os_error(exc) or exc
     hidden = exc.filename is None or any(part.startswith(".") for part in Path(exc.filename).parts[1:])
     where = target if hidden else exc.filename  # a temporary beside the target: name the target

@@ -174,18 +174,8 @@ def remove_stale_spools(output: str | os.PathLike) -> None:
     prefix = f".{output.stem}."
     for old in output.parent.glob(f"{glob.escape(prefix)}*{SPOOL_SUFFIX}"):
         pid = old.name[len(prefix) : -len(SPOOL_SUFFIX)]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not atomic.pid_alive(int(pid)):
             old.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
 
 
 class CameraFramesRecorder(RecorderTerm):
