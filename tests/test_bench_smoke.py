@@ -55,7 +55,9 @@ SMOKE = {
         ("sim",),
     ),
     "crash_campaign.py": (
-        ["--kills", "2", "--max-delay", "4", "--tool-kills", "3"], ["kills", "demos", "tools:"], ("sim",)
+        ["--kills", "2", "--max-delay", "4", "--tool-kills", "3"],
+        ["kills", "demos", "tools:"],
+        ("sim",),
     ),
     "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
     "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
