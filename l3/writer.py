@@ -262,7 +262,9 @@ def number_episodes(layout: Layout, episodes: Sequence[tuple[str, bool, int]]) -
                 offset=offset,
                 task_index=task_id[task],
                 validity_index=task_id.get(label, task_id[task]),
-                tasks=[task, label] if validity else [task],
+                # The instruction only: GR00T N1.6's loader draws a random entry of this list as the episode's
+                # language when a training config reads the key "task"; the validity label is the column's.
+                tasks=[task],
             )
         )
         offset += length
