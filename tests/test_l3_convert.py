@@ -400,3 +400,42 @@ def test_when_filters_leave_nothing_the_message_says_what_was_dropped_and_how_to
         "(--include-failed keeps them); left out by --sources: teleop (2 episode(s))"
     )
     assert not (tmp_path / "o").exists()
+
+
+def test_each_demo_instruction_becomes_its_episode_task(tmp_path):
+    """A demo's ``instruction`` attribute (``presets=variety`` names the target's color) is its episode's task:
+    tasks.jsonl lists each distinct instruction once (then the validity labels), every frame's task annotation
+    points at its own episode's, and episodes.jsonl lists the instruction alone. A demo without one gets the
+    config's task; an empty one is refused in one line."""
+    src = make_l2_file(tmp_path / "scripted_lift_cube.hdf5", 4, seed=3, failed=(2,), camera=True)
+    said = ["Lift the blue cube.", "Pick up the red cube and lift it.", "Lift the blue cube.", None]
+    with h5py.File(src, "a") as f:
+        for k, text in enumerate(said):
+            if text is not None:
+                f[f"data/demo_{k}"].attrs["instruction"] = text
+    out = tmp_path / "ds"
+    convert([str(src)], out, config=CONFIG, success_only=False, log=lambda m: None)
+    assert validate(out) == []
+    tasks = [json.loads(line)["task"] for line in (out / layout.TASKS_PATH).read_text().splitlines()]
+    config_task = "Pick up the cube and lift it."
+    assert tasks == ["Lift the blue cube.", "Pick up the red cube and lift it.", config_task, "valid", "invalid"]
+    for e, text in zip(_episodes(out), said, strict=True):
+        want = text or config_task
+        assert e["tasks"] == [want]
+        t = pq.read_table(out / layout.data_path(e["episode_index"]))
+        assert set(t.column("annotation.human.action.task_description").to_pylist()) == {tasks.index(want)}
+        assert set(t.column("annotation.human.validity").to_pylist()) == {
+            tasks.index("valid" if e["success"] else "invalid")
+        }
+
+    with h5py.File(src, "a") as f:
+        f["data/demo_1"].attrs["instruction"] = "  "
+    bad = subprocess.run(
+        [sys.executable, "l3/convert.py", str(src), "--config", str(CONFIG), "-o", str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
+        f"error: {src}:/data/demo_1.attrs[instruction]: must be non-empty UTF-8 text"
+    ), bad.stderr

@@ -54,6 +54,11 @@ LIFT_OBS_TERMS = (
 LIFT_CAMERA_TERMS = ("table_cam", "wrist_cam")
 """Camera terms recorded unless the cameras are turned off (``presets=no_cameras``)."""
 
+ATTR_INSTRUCTION = "instruction"
+"""Per-demo language instruction (UTF-8 text): what the episode asked for; L3 writes it as the episode's task."""
+ATTR_SCENE = "scene"
+"""Per-demo JSON object of the values ``presets=variety`` drew for the episode (colors, layout, camera offset);
+a replay applies them again (docs/variety.md)."""
 ATTR_SOURCE = "source"
 """Per-demo source tag (``l2.tools.merge`` writes it); L3 tags the demo with it instead of the file name's."""
 SOURCES = ("scripted", "rl", "teleop", "mimic", "policy")

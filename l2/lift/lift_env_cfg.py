@@ -27,7 +27,7 @@ from isaaclab_tasks.contrib.lift.lift_env_cfg import EventCfg, LiftEnvCfg, Objec
 from isaaclab_tasks.utils import PresetCfg, preset
 
 from l2.assets.franka import EE_BODY, EE_OFFSET_POS, EE_OFFSET_ROT, EE_PRIM_REGEX, ROOT_PRIM_REGEX, FrankaCfg
-from l2.lift import mdp
+from l2.lift import mdp, variety
 from l2.lift.camera_cfg import TableCamCfg, WristCamCfg, cameras_obs_group
 
 CUBE_SIZE = 0.04
@@ -61,6 +61,30 @@ class LiftPhysicsCfg(PresetCfg):
     default: NewtonCfg = newton_mjwarp
 
 
+def cube_cfg(name: str, color: tuple[float, float, float], pos=CUBE_START) -> RigidObjectCfg:
+    """A 4 cm cube at ``{ENV_REGEX_NS}/<name>``."""
+    return RigidObjectCfg(
+        prim_path="{ENV_REGEX_NS}/" + name,
+        init_state=RigidObjectCfg.InitialStateCfg(pos=pos),
+        spawn=sim_utils.CuboidCfg(
+            size=(CUBE_SIZE,) * 3,
+            rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
+            mass_props=sim_utils.MassPropertiesCfg(mass=0.05),
+            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+            physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
+            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=color),
+        ),
+    )
+
+
+MAT_SIZE = (0.45, 0.55, 0.002)
+"""The table mat under the cubes in ``presets=variety`` (m): visual only, its color drawn per episode."""
+
+
+def distractor_cfg(index: int) -> PresetCfg:
+    return preset(default=None, variety=cube_cfg(f"Distractor{index}", (0.5, 0.5, 0.5), (0.5, 0.3 + 0.1 * index, 0.02)))
+
+
 @configclass
 class LiftCubeSceneCfg(ObjectTableSceneCfg):
     """Franka on a ground plane (no Nucleus table), a 4 cm cube, two cameras (``camera_cfg.py``) and an
@@ -73,16 +97,19 @@ class LiftCubeSceneCfg(ObjectTableSceneCfg):
         init_state=AssetBaseCfg.InitialStateCfg(pos=(0.0, 0.0, -0.05)),
         spawn=sim_utils.CuboidCfg(size=(100.0, 100.0, 0.1), collision_props=sim_utils.UsdPhysicsCollisionCfg()),
     )
-    object = RigidObjectCfg(
-        prim_path="{ENV_REGEX_NS}/Object",
-        init_state=RigidObjectCfg.InitialStateCfg(pos=CUBE_START),
-        spawn=sim_utils.CuboidCfg(
-            size=(CUBE_SIZE,) * 3,
-            rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
-            mass_props=sim_utils.MassPropertiesCfg(mass=0.05),
-            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
-            physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
-            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.8, 0.1, 0.1)),
+    object = cube_cfg("Object", variety.PALETTE["red"])
+    distractor_0 = distractor_cfg(0)
+    distractor_1 = distractor_cfg(1)
+    mat = preset(
+        default=None,
+        variety=RigidObjectCfg(
+            prim_path="{ENV_REGEX_NS}/Mat",
+            init_state=RigidObjectCfg.InitialStateCfg(pos=(0.5, 0.0, MAT_SIZE[2] / 2)),
+            spawn=sim_utils.CuboidCfg(
+                size=MAT_SIZE,
+                rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(kinematic_enabled=True),
+                visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.5, 0.45, 0.4)),
+            ),
         ),
     )
     table_cam = TableCamCfg()
@@ -137,6 +164,7 @@ class ObservationsCfg:
         object_orientation = ObsTerm(func=mdp.object_orientation_in_robot_root_frame)  # (qx, qy, qz, qw)
         ee_position = ObsTerm(func=mdp.ee_position_in_robot_root_frame)  # between the finger pads
         ee_orientation = ObsTerm(func=mdp.ee_orientation_in_robot_root_frame)  # (qx, qy, qz, qw)
+        distractor_positions = preset(default=None, variety=ObsTerm(func=variety.distractor_positions))
 
         def __post_init__(self):
             self.enable_corruption = False
@@ -152,6 +180,7 @@ class LiftCubeEventCfg(EventCfg):
     joints drawn around their home positions: demonstrations that start from many postures cover more of the
     states a learned policy visits than ones that all leave the same pose along nearly the same path."""
 
+    randomize_scene = preset(default=None, variety=EventTerm(func=variety.randomize_scene, mode="reset"))
     reset_arm_joints = preset(
         default=None,
         varied_start=EventTerm(
@@ -185,6 +214,9 @@ class LiftCubeEnvCfg(LiftEnvCfg):
     actions: ActionsCfg = ActionsCfg()
     events: LiftCubeEventCfg = LiftCubeEventCfg()
     terminations: LiftCubeTerminationsCfg = LiftCubeTerminationsCfg()
+    instruction: str = variety.DEFAULT_INSTRUCTION
+    """What the plain scene asks in every episode (``presets=variety`` draws one per episode that names its
+    target's color); recorded with each demo, and L3's task text."""
 
     def __post_init__(self):
         super().__post_init__()

@@ -195,6 +195,12 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
             demo = data[name]
             if self.source is not None:
                 demo.attrs[schema.ATTR_SOURCE] = self.source
+            for attr, value in (
+                (schema.ATTR_INSTRUCTION, episode_instruction(episode)),
+                (schema.ATTR_SCENE, episode_scene(episode)),
+            ):
+                if value is not None:
+                    demo.attrs[attr] = value
             for path, frames in streamed.items():
                 samples = int(demo.attrs[schema.ATTR_NUM_SAMPLES])
                 if frames.shape[0] != samples:
@@ -295,6 +301,32 @@ class EpisodeSeedRecorderCfg(RecorderTermCfg):
     class_type: type = EpisodeSeedRecorder
 
 
+class EpisodeLanguageRecorder(RecorderTerm):
+    """Stores on each finished episode its instruction and, with ``presets=variety``, the scene values drawn for
+    it (:func:`l2.lift.variety.episode_language`); the handler writes them as the demo's attributes."""
+
+    def record_pre_reset(self, env_ids: Sequence[int] | None):
+        from l2.lift.variety import episode_language
+
+        for env_id in range(self._env.num_envs) if env_ids is None else env_ids:
+            episode = self._env.recorder_manager.get_episode(int(env_id))
+            episode.instruction, episode.scene = episode_language(self._env, int(env_id))
+        return None, None
+
+
+@configclass
+class EpisodeLanguageRecorderCfg(RecorderTermCfg):
+    class_type: type = EpisodeLanguageRecorder
+
+
+def episode_instruction(episode: EpisodeData) -> str | None:
+    return getattr(episode, "instruction", None)
+
+
+def episode_scene(episode: EpisodeData) -> str | None:
+    return getattr(episode, "scene", None)
+
+
 class EpisodeGateRecorder(RecorderTerm):
     """Drops, instead of exporting, the episodes of envs whose ``counted`` flag is off: an evaluation counts a
     fixed set of episodes, and what an env runs after its counted episode ended is never written."""
@@ -324,13 +356,14 @@ class EpisodeGateRecorderCfg(RecorderTermCfg):
 @configclass
 class L2RecorderManagerCfg(RecorderManagerBaseCfg):
     """What every L2 file holds: ``initial_state`` (for replay), ``actions``, ``obs/<term>`` of the policy
-    (state) and camera groups, and the seed."""
+    (state) and camera groups, the seed, the instruction (and with ``presets=variety`` the scene values)."""
 
     record_initial_state = InitialStateRecorderCfg()
     record_pre_step_actions = PreStepActionsRecorderCfg()
     record_pre_step_policy_observations = PreStepFlatPolicyObservationsRecorderCfg()
     record_camera_frames = CameraFramesRecorderCfg()
     record_episode_seed = EpisodeSeedRecorderCfg()
+    record_episode_language = EpisodeLanguageRecorderCfg()
 
 
 def configure_recording(

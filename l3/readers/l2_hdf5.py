@@ -64,6 +64,19 @@ _INT64_T = h5py.h5t.py_create(np.dtype(np.int64))
 _BOOL_T = h5py.h5t.py_create(np.dtype(bool))  # h5py's FALSE/TRUE enum
 
 
+def _instruction(file: str, where: str, raw) -> str | None:
+    """A demo's ``instruction`` attribute (its episode's task; None: the mapping's task), checked as text."""
+    if raw is _MISSING:
+        return None
+    try:
+        text = attr_text(raw).strip()
+    except (UnicodeDecodeError, TypeError):
+        text = ""
+    if not text:
+        raise InputError(file, f"{where}.attrs[{schema.ATTR_INSTRUCTION}]", "must be non-empty UTF-8 text")
+    return text
+
+
 def _demo_source(file: str, where: str, raw) -> str:
     """A demo's source tag by :func:`l2.format.l2file.demo_source`'s rule (its ``source`` attribute, else the file
     name's prefix, else the shard folder's), the attribute checked as a name."""
@@ -205,6 +218,11 @@ class L2Reader:
                     scan.errors.append(e)
                     continue
                 seed = _attr(gid, schema.ATTR_SEED)
+                try:
+                    instruction = _instruction(file, where, _attr(gid, schema.ATTR_INSTRUCTION))
+                except InputError as e:
+                    scan.errors.append(e)
+                    continue
                 attrs = ((schema.ATTR_NUM_SAMPLES, raw_n), (schema.ATTR_SUCCESS, raw_success))
                 if seed is not _MISSING:
                     attrs += ((schema.ATTR_SEED, seed),)
@@ -220,6 +238,7 @@ class L2Reader:
                         env_name=env_name,
                         rate=rate,
                         seed=None if seed is _MISSING else int(seed),
+                        task=instruction,
                         attrs=attrs,
                     )
                 )
