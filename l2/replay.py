@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +63,8 @@ class Demo:
     """(T, J) recorded ``obs/joint_pos`` (before each action), when the file has it."""
     object_position: np.ndarray | None
     """(T, 3) recorded ``obs/object_position`` (cube in the robot root frame, before each action)."""
+    scene: dict | None = None
+    """The values ``presets=variety`` drew for the demo (its ``scene`` attribute), applied again at its start."""
 
 
 @dataclass
@@ -155,6 +158,7 @@ def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple
                     success=bool(group.attrs.get(schema.ATTR_SUCCESS, False)),
                     joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
                     object_position=obs["object_position"][()] if "object_position" in obs else None,
+                    scene=json.loads(group.attrs[schema.ATTR_SCENE]) if schema.ATTR_SCENE in group.attrs else None,
                 )
             )
     return env_name, task, demos
@@ -262,6 +266,11 @@ class DemoReplayer:
                     [demos[slot[e]].initial_state for e in started], lambda a: torch.from_numpy(a).to(env.device)
                 )
                 env.reset_to(state, env_ids=torch.tensor(started, device=env.device), is_relative=True)
+                from l2.lift import variety
+
+                scene = variety.scene_term(env)  # the reset drew a new scene: put the demo's back
+                if scene is not None:
+                    scene.apply(env, started, [demos[slot[e]].scene for e in started])
 
         env.reset()
         start(range(n))
@@ -328,8 +337,13 @@ def replay_demos(
 ) -> tuple[list[DemoReplay], DemoReplayer]:
     """Build the replay env of ``task`` (see :func:`replay_task`) with at most ``num_envs`` envs and replay
     ``demos`` in it; the results, in the order of ``demos``, and the replayer (its timing)."""
+    from l2.lift.variety import VARIETY
     from l2.recording import sim
 
+    if any(d.scene is not None for d in demos):  # recorded with presets=variety: the same scene to replay in
+        if not all(d.scene is not None for d in demos):
+            raise ReplayError("the demos to replay mix presets=variety scenes and plain ones: replay them apart")
+        overrides = [*overrides, f"presets={VARIETY}"]
     env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides)
     with sim.make_env(env_cfg, task) as env:
         replayer = DemoReplayer(env, success, hold_steps)

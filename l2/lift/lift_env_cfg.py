@@ -102,12 +102,14 @@ class LiftCubeSceneCfg(ObjectTableSceneCfg):
     distractor_1 = distractor_cfg(1)
     mat = preset(
         default=None,
-        variety=RigidObjectCfg(
+        variety=AssetBaseCfg(
             prim_path="{ENV_REGEX_NS}/Mat",
-            init_state=RigidObjectCfg.InitialStateCfg(pos=(0.5, 0.0, MAT_SIZE[2] / 2)),
+            # Its top 0.5 mm above the ground: seen, but the cubes stand as on the ground. Newton makes shapes of
+            # colliders only, so the mat collides (static, like the ground it sits in).
+            init_state=AssetBaseCfg.InitialStateCfg(pos=(0.5, 0.0, 0.0005 - MAT_SIZE[2] / 2)),
             spawn=sim_utils.CuboidCfg(
                 size=MAT_SIZE,
-                rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(kinematic_enabled=True),
+                collision_props=sim_utils.UsdPhysicsCollisionCfg(),
                 visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.5, 0.45, 0.4)),
             ),
         ),

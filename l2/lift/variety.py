@@ -54,14 +54,24 @@ CUBE_AREA = {"x": (0.40, 0.60), "y": (-0.15, 0.15)}
 """Where the three cubes' centers are drawn (env frame, m): reachable, and inside the table camera's view."""
 MIN_CUBE_GAP = 0.10
 """Least distance between two cubes' centers (m): an open gripper (8 cm) fits down beside the target."""
-MAT_COLOR_RANGE = ((0.25, 0.75), (0.22, 0.65), (0.18, 0.55))
-"""Per channel range of the table mat's color (greys, woods)."""
+MAT_COLORS: dict[str, tuple[float, float, float]] = {
+    "grey": (0.40, 0.40, 0.40),
+    "oak": (0.50, 0.33, 0.18),
+    "walnut": (0.26, 0.16, 0.09),
+    "slate": (0.20, 0.25, 0.30),
+    "sand": (0.62, 0.55, 0.40),
+    "felt": (0.10, 0.28, 0.16),
+}
+"""Table mat colors (linear RGB), each drawn with a brightness factor in :data:`MAT_BRIGHTNESS`."""
+MAT_BRIGHTNESS = (0.8, 1.2)
 ROBOT_SHADE = (0.75, 1.15)
 """Factor on the robot links' colors."""
 CAMERA_JITTER = (0.02, math.radians(2.0))
 """Largest offset of the table camera's position (m, each axis) and rotation (rad, each axis)."""
 DISTRACTORS = ("distractor_0", "distractor_1")
 CUBES = ("object", *DISTRACTORS)
+ENV_NAMESPACES = ("{ENV_REGEX_NS}", "/World/envs/env_[^/]+", "/World/envs/env_.*")
+"""How an entity's prim path starts, before and after the scene resolves it."""
 
 
 def srgb(linear: torch.Tensor) -> torch.Tensor:
@@ -82,10 +92,8 @@ class randomize_scene(ManagerTermBase):
         from isaaclab_newton.physics import NewtonManager
 
         self._newton = NewtonManager
-        model = NewtonManager.get_model()
-        labels = list(model.body_label)
-        shape_body = torch.as_tensor(model.shape_body.numpy(), dtype=torch.long)
-        self._shapes = {name: self._entity_shapes(env, name, labels, shape_body) for name in (*CUBES, "mat", "robot")}
+        labels = list(NewtonManager.get_model().shape_label)
+        self._shapes = {name: self._entity_shapes(env, name, labels) for name in (*CUBES, "mat", "robot")}
         colors = self._colors()
         self._robot_base = colors[self._shapes["robot"]].clone()
         self.params: list[dict] = [{} for _ in range(env.num_envs)]
@@ -93,15 +101,16 @@ class randomize_scene(ManagerTermBase):
         self._camera_base: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @staticmethod
-    def _entity_shapes(env, name: str, labels: list[str], shape_body: torch.Tensor) -> torch.Tensor:
-        """(num_envs, shapes per env) shape indices of a scene entity's bodies."""
-        pattern = env.scene[name].cfg.prim_path.replace("{ENV_REGEX_NS}", r"/World/envs/env_(\d+)")
+    def _entity_shapes(env, name: str, labels: list[str]) -> torch.Tensor:
+        """(num_envs, shapes per env) indices of a scene entity's shapes in Newton's model (by their prim paths)."""
+        prim_path = getattr(env.cfg.scene, name).prim_path  # "{ENV_REGEX_NS}/X", or its regex once the scene is built
+        namespace = next(ns for ns in ENV_NAMESPACES if prim_path.startswith(ns))
+        pattern = re.compile(r"/World/envs/env_(\d+)" + re.escape(prim_path[len(namespace) :]))
         per_env: list[list[int]] = [[] for _ in range(env.num_envs)]
-        for body, label in enumerate(labels):
-            m = re.match(pattern + r"(/|$)", label)
-            if m:
-                shapes = torch.nonzero(shape_body == body).flatten().tolist()
-                per_env[int(m.group(1))].extend(shapes)
+        for shape, label in enumerate(labels):
+            m = pattern.match(label)
+            if m and label[m.end() : m.end() + 1] in ("", "/"):
+                per_env[int(m.group(1))].append(shape)
         if not per_env[0] or len({len(s) for s in per_env}) != 1:
             raise RuntimeError(f"variety: the shapes of {name} differ between envs (or it has none)")
         return torch.tensor(per_env, dtype=torch.long)
@@ -132,7 +141,8 @@ class randomize_scene(ManagerTermBase):
             "cube_xy": _layout(),
             "cube_yaw": rng(-math.pi / 4, math.pi / 4, 3),
             "colors": colors,
-            "mat_color": [rng(lo, hi)[0] for lo, hi in MAT_COLOR_RANGE],
+            "mat": (mat := list(MAT_COLORS)[int(torch.randint(len(MAT_COLORS), (1,)))]),
+            "mat_color": (torch.tensor(MAT_COLORS[mat]) * rng(*MAT_BRIGHTNESS)[0]).clamp(0, 1).tolist(),
             "robot_shade": rng(*ROBOT_SHADE)[0],
             "table_cam_offset": rng(-move, move, 3) + rng(-turn, turn, 3),
         }
