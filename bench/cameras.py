@@ -41,13 +41,14 @@ TASK = "L2-Lift-Cube-Franka-IK-Abs-Scripted"
 WARMUP_STEPS = 5
 
 
-def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path) -> dict:
-    """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total."""
+def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path, presets: tuple[str, ...] = ()) -> dict:
+    """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total; ``presets``
+    added to the task's (e.g. ``("variety",)``)."""
     from l2.recording import sim
     from l2.recording.handler import configure_recording
     from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
 
-    overrides = [] if cameras else ["presets=no_cameras"]
+    overrides = [f"presets={p}" for p in (*presets, *(() if cameras else ("no_cameras",)))]
     env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs, seed=0, overrides=overrides)
     configure_recording(env_cfg, out, TASK, "overwrite")
     render, record = [0.0], [0.0]

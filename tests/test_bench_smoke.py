@@ -61,6 +61,7 @@ SMOKE = {
     ),
     "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
     "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
+    "variety.py": (["--envs", "1", "--steps", "3", "--rounds", "1"], ["variety / plain"], ("sim",)),
     "policy_protocol.py": (
         ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
         ["baseline = bare ZeroMQ echo", "simulation step:"],

@@ -37,6 +37,9 @@ class RLPolicyObsCfg(ObservationsCfg.PolicyCfg):
     def __post_init__(self):
         super().__post_init__()
         self.concatenate_terms = True
+        # The policy's input has the width it was trained with: with presets=variety, where the distractors
+        # are, is not part of it (the target is object_position, as on the plain scene).
+        self.distractor_positions = None
 
 
 @configclass
