@@ -65,6 +65,8 @@ class Demo:
     """(T, 3) recorded ``obs/object_position`` (cube in the robot root frame, before each action)."""
     scene: dict | None = None
     """The values ``presets=variety`` drew for the demo (its ``scene`` attribute), applied again at its start."""
+    frames: dict[str, np.ndarray] | None = None
+    """Recorded camera frames ``{camera: (T, H, W, 3) uint8}``, read for a replay that compares images."""
 
 
 @dataclass
@@ -84,6 +86,8 @@ class DemoReplay:
     joint_deviation_max: float | None
     ee_deviation_max: float | None
     """End-effector deviation ``|J_v (q_recorded - q)|`` (arm joints), the largest over the demo."""
+    psnr: dict[str, tuple[float, float]] | None = None
+    """Per camera, ``(min, mean)`` PSNR (dB) of the replayed frames against the recorded ones (``images``)."""
 
     @property
     def reproduced(self) -> bool:
@@ -101,9 +105,12 @@ class DemoReplay:
         elif not self.reproduced:
             outcome += " (recorded as a success)"
         joints = "n/a" if self.joint_deviation_max is None else f"{self.joint_deviation_max:.4f} rad"
+        images = "".join(
+            f"; {c} PSNR min {lo:.1f} dB, mean {mean:.1f} dB" for c, (lo, mean) in (self.psnr or {}).items()
+        )
         return (
             f"{self.name:>9}  {outcome}; cube final {mm(self.cube_error_final)} (mean {mm(self.cube_error_mean)},"
-            f" max {mm(self.cube_error_max)}); ee max {mm(self.ee_deviation_max)}; joints max {joints}"
+            f" max {mm(self.cube_error_max)}); ee max {mm(self.ee_deviation_max)}; joints max {joints}{images}"
         )
 
 
@@ -112,9 +119,11 @@ def _read_group(group: h5py.Group) -> dict:
     return {k: _read_group(v) if isinstance(v, h5py.Group) else v[()] for k, v in group.items()}
 
 
-def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple[str, str, list[Demo]]:
+def read_demos(
+    path: str | Path, episodes: Sequence[int] | None = None, images: bool = False
+) -> tuple[str, str, list[Demo]]:
     """``(env_name, task to replay in, demos)`` of an L2 file (see :func:`replay_task`); only what a replay
-    needs is read (no camera frames).
+    needs is read (camera frames only with ``images``).
 
     Raises :class:`ReplayError` for a file that does not validate, of another task, or lacking what a
     replay needs.
@@ -159,6 +168,7 @@ def read_demos(path: str | Path, episodes: Sequence[int] | None = None) -> tuple
                     joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
                     object_position=obs["object_position"][()] if "object_position" in obs else None,
                     scene=json.loads(group.attrs[schema.ATTR_SCENE]) if schema.ATTR_SCENE in group.attrs else None,
+                    frames={c: obs[c][()] for c in schema.LIFT_CAMERA_TERMS if c in obs} if images else None,
                 )
             )
     return env_name, task, demos
@@ -191,15 +201,16 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
 
 
 def replay_env_cfg(
-    task: str, device: str, num_envs: int, overrides: Sequence[str] = ()
+    task: str, device: str, num_envs: int, overrides: Sequence[str] = (), cameras: bool = False
 ) -> tuple[ManagerBasedRLEnvCfg, TerminationTermCfg]:
-    """The task's cfg for replay, and its ``success`` term: cameras off, and no termination, so that no env
-    is reset in the middle of a demo; the replay evaluates ``success`` itself after every step, as the
-    teleop variant does."""
+    """The task's cfg for replay, and its ``success`` term: cameras off (unless ``cameras``), and no
+    termination, so that no env is reset in the middle of a demo; the replay evaluates ``success`` itself after
+    every step, as the teleop variant does."""
     from l2.lift.camera_cfg import NO_CAMERAS
     from l2.recording import sim
 
-    env_cfg = sim.load_env_cfg(task, device, num_envs, seed=None, overrides=[f"presets={NO_CAMERAS}", *overrides])
+    presets = [] if cameras else [f"presets={NO_CAMERAS}"]
+    env_cfg = sim.load_env_cfg(task, device, num_envs, seed=None, overrides=[*presets, *overrides])
     success = getattr(env_cfg, "success_term", None) or env_cfg.terminations.success
     for name in list(vars(env_cfg.terminations)):
         setattr(env_cfg.terminations, name, None)
@@ -250,6 +261,7 @@ class DemoReplayer:
         step = [0] * n
         errors: list[dict[str, list[float]]] = [{} for _ in range(n)]
         first_success: list[int | None] = [None] * n
+        psnr: list[dict[str, list[float]]] = [{} for _ in range(n)]
         results: list[DemoReplay | None] = [None] * len(demos)
         actions = torch.zeros(n, demos[0].actions.shape[1] if demos else 8, device=env.device)
         clock, self.env_steps = time.perf_counter(), 0
@@ -260,6 +272,7 @@ class DemoReplayer:
                 slot[e] = pending.popleft() if pending else -1
                 if slot[e] >= 0:
                     step[e], errors[e], first_success[e] = 0, collections.defaultdict(list), None
+                    psnr[e] = collections.defaultdict(list)
                     started.append(e)
             if started:
                 state = _stack_states(
@@ -293,14 +306,18 @@ class DemoReplayer:
             env.step(actions)
             self.env_steps += len(active)
             success = self.success_term.func(env, **self.success_term.params).cpu().numpy()
+            images = env.obs_buf.get("cameras", {}) if any(demos[slot[e]].frames for e in active) else {}
             ended = []
             for e in active:
                 step[e] += 1
+                for camera, recorded in (demos[slot[e]].frames or {}).items():  # obs after step t = frame t + 1
+                    if step[e] < len(recorded) and camera in images:
+                        psnr[e][camera].append(image_psnr(images[camera][e].cpu().numpy(), recorded[step[e]]))
                 if success[e] and first_success[e] is None:
                     first_success[e] = step[e]
                 length = len(demos[slot[e]].actions)
                 if step[e] >= length and (first_success[e] is not None or step[e] >= length + self.hold_steps):
-                    results[slot[e]] = self._result(demos[slot[e]], first_success[e], errors[e])
+                    results[slot[e]] = self._result(demos[slot[e]], first_success[e], errors[e], psnr[e])
                     if on_done is not None:
                         on_done(results[slot[e]])
                     ended.append(e)
@@ -309,7 +326,9 @@ class DemoReplayer:
         return results
 
     @staticmethod
-    def _result(demo: Demo, success_step: int | None, errors: dict[str, list[float]]) -> DemoReplay:
+    def _result(
+        demo: Demo, success_step: int | None, errors: dict[str, list[float]], psnr: dict[str, list[float]]
+    ) -> DemoReplay:
         def stat(key: str, fn) -> float | None:
             return float(fn(errors[key])) if errors.get(key) else None
 
@@ -323,7 +342,26 @@ class DemoReplayer:
             cube_error_max=stat("cube", np.max),
             joint_deviation_max=stat("joints", np.max),
             ee_deviation_max=stat("ee", np.max),
+            psnr={c: (float(min(v)), float(np.mean(v))) for c, v in psnr.items() if v} or None,
         )
+
+
+def _psnr_rows(results: Sequence[DemoReplay]) -> list[tuple[str, str]]:
+    """Summary rows of an ``--images`` replay: per camera, the lowest frame's PSNR and the median of the demos'
+    mean PSNRs."""
+    rows = []
+    for camera in dict.fromkeys(c for r in results for c in (r.psnr or {})):
+        lows, means = zip(*(r.psnr[camera] for r in results if r.psnr and camera in r.psnr), strict=True)
+        rows.append(
+            (f"{camera} PSNR", f"lowest frame {min(lows):.1f} dB, median of demo means {np.median(means):.1f} dB")
+        )
+    return rows
+
+
+def image_psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """PSNR (dB) of two uint8 images (99 dB for identical ones)."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else min(99.0, 10 * np.log10(255.0**2 / mse))
 
 
 def replay_demos(
@@ -344,7 +382,17 @@ def replay_demos(
         if not all(d.scene is not None for d in demos):
             raise ReplayError("the demos to replay mix presets=variety scenes and plain ones: replay them apart")
         overrides = [*overrides, f"presets={VARIETY}"]
-    env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides)
+    frames = next((d.frames for d in demos if d.frames), None)
+    if frames:  # the cameras rendered at the recorded size
+        overrides = [
+            *overrides,
+            *(
+                f"env.scene.{c}.{k}={v}"
+                for c, f in frames.items()
+                for k, v in (("height", f.shape[1]), ("width", f.shape[2]))
+            ),
+        ]
+    env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides, cameras=bool(frames))
     with sim.make_env(env_cfg, task) as env:
         replayer = DemoReplayer(env, success, hold_steps)
         return replayer.replay(demos, on_done), replayer
@@ -401,7 +449,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "overrides",
         nargs="*",
         metavar="KEY=VALUE",
-        help="Isaac Lab cfg overrides and presets (presets=no_cameras is always added)",
+        help="Isaac Lab cfg overrides and presets (presets=no_cameras is added unless --images)",
+    )
+    parser.add_argument(
+        "--images",
+        action="store_true",
+        help="also render the cameras and compare every replayed frame with the recorded one (PSNR)",
     )
     args = parser.parse_args(argv)
     if args.num_envs < 1:
@@ -415,7 +468,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     try:
-        env_name, task, demos = read_demos(args.file, args.episodes)
+        env_name, task, demos = read_demos(args.file, args.episodes, images=args.images)
     except ReplayError as exc:
         cli.fail(str(exc))
     if not demos:
@@ -464,6 +517,7 @@ def run(args: argparse.Namespace) -> int:
                 if ee
                 else "n/a (no obs/joint_pos)",
             ),
+            *_psnr_rows(results),
             ("file", f"{args.file} ({env_name}, replayed in {task})"),
             (
                 "wall time",

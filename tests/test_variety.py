@@ -67,9 +67,11 @@ def test_scripted_demos_lift_the_cube_their_instruction_names(variety_demos):
 
 
 @pytest.mark.sim
-def test_variety_demos_replay_to_success_in_their_own_scene(variety_demos):
+def test_variety_demos_replay_to_success_and_to_their_images(variety_demos):
+    """Each demo is put back in its own scene (colors, mat, shade, camera pose): the replay lifts the cube again and
+    renders frames that match the recorded ones (PSNR >= 40 dB; a scene drawn anew would differ everywhere)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "l2.replay", str(variety_demos), "--num_envs", "3"],
+        [sys.executable, "-m", "l2.replay", str(variety_demos), "--num_envs", "3", "--images"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -77,6 +79,9 @@ def test_variety_demos_replay_to_success_in_their_own_scene(variety_demos):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"reproduced\s+6/6 recorded successes", proc.stdout), proc.stdout[-2000:]
+    for camera in ("table_cam", "wrist_cam"):
+        lowest = re.search(rf"{camera} PSNR\s+lowest frame ([\d.]+) dB", proc.stdout)
+        assert lowest and float(lowest.group(1)) >= 40.0, proc.stdout[-2000:]
 
 
 @pytest.mark.sim
