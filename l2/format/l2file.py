@@ -169,6 +169,16 @@ def describe_obs_layout(layout: Mapping[str, tuple[tuple[int, ...], str]]) -> st
 
 
 # --------------------------------------------------------------------------------------------- env_args, source
+def text_attr(value: object) -> str:
+    """A text attribute as str ("" when it is not UTF-8 text: bytes that do not decode, a number, an array)."""
+    if isinstance(value, bytes | np.bytes_):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return ""
+    return value if isinstance(value, str) else ""
+
+
 def parse_env_args(raw: object) -> dict:
     """``data.attrs["env_args"]`` as a dict; raises ValueError naming what is wrong (not text, not JSON, not an
     object). The one place the attribute is decoded."""

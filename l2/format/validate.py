@@ -21,7 +21,15 @@ import h5py
 import numpy as np
 
 from l2.format.hdf5_guard import read_through, read_through_all
-from l2.format.l2file import READ_ERRORS, Array, EpisodeData, one_line, parse_env_args, read_episode_data
+from l2.format.l2file import (
+    READ_ERRORS,
+    Array,
+    EpisodeData,
+    one_line,
+    parse_env_args,
+    read_episode_data,
+    text_attr,
+)
 from l2.format.schema import (
     ACTIONS,
     ATTR_ENV_ARGS,
@@ -206,25 +214,15 @@ def _check_attrs(path: str, attrs: Mapping[str, object], bad: Report) -> tuple[i
         bad(path, f"success must be a bool, got {_describe(s)}")
     if ATTR_SEED in attrs and not _is_int(seed := attrs[ATTR_SEED]):
         bad(path, f"seed must be an integer, got {_describe(seed)}")
-    if ATTR_INSTRUCTION in attrs and not _text(attrs[ATTR_INSTRUCTION]).strip():
+    if ATTR_INSTRUCTION in attrs and not text_attr(attrs[ATTR_INSTRUCTION]).strip():
         bad(path, f"instruction must be non-empty UTF-8 text, got {_describe(attrs[ATTR_INSTRUCTION])}")
     if ATTR_SCENE in attrs:
         try:
-            if not isinstance(json.loads(_text(attrs[ATTR_SCENE])), dict):
+            if not isinstance(json.loads(text_attr(attrs[ATTR_SCENE])), dict):
                 raise ValueError
         except ValueError:
             bad(path, f"scene must be a JSON object, got {_describe(attrs[ATTR_SCENE])}")
     return length, length_label
-
-
-def _text(value: object) -> str:
-    """An attribute as text ("" when it is not UTF-8 text)."""
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return ""
-    return value if isinstance(value, str) else ""
 
 
 def _check_episode(data: EpisodeData, action_dim: int | None, bad: Report) -> None:

@@ -13,6 +13,7 @@ matplotlib and Pillow (no Isaac Lab).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from l2.format import schema
-from l2.format.l2file import READ_ERRORS, L2File, L2FileError
+from l2.format.l2file import READ_ERRORS, L2File, L2FileError, text_attr
 from l2.tools import report
 from l2.tools.frame_strip import camera_terms, frame_strip
 from l2.tools.report import TRACED, EpisodeData, InspectError, ReportBuilder
@@ -77,12 +78,15 @@ def read_episode(f: h5py.File, ref: DemoRef, with_state: bool) -> EpisodeData:
             raise InspectError(f"{ref.file}:/{where}/{schema.ACTIONS}: expected (T, d), got {actions.shape}")
         lift = actions.shape[1] == schema.LIFT_ACTION_DIM
         names = schema.LIFT_ACTION_NAMES if lift else [f"{schema.ACTIONS}[{i}]" for i in range(actions.shape[1])]
+        instruction, scene = g.attrs.get(schema.ATTR_INSTRUCTION), g.attrs.get(schema.ATTR_SCENE)
         ep = EpisodeData(
             f"{Path(ref.file).name} {ref.demo}",
             ref.source,
             ref.success,
             ref.length,
             action=report.columns(names, actions),
+            instruction=text_attr(instruction) or None,
+            scene=_scene(scene),
         )
         if lift:
             ep.ee_xy = actions[:, schema.EE_POS_SLICE][:, :2]
@@ -103,6 +107,15 @@ def read_episode(f: h5py.File, ref: DemoRef, with_state: bool) -> EpisodeData:
         return ep
     except READ_ERRORS as exc:
         raise InspectError(f"{ref.file}:/{where}: cannot read ({exc})") from None
+
+
+def _scene(raw) -> dict | None:
+    """A demo's ``scene`` attribute as a dict (None when absent or not a JSON object: the validator names it)."""
+    try:
+        value = json.loads(text_attr(raw)) if raw is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: bool = True) -> ReportBuilder:

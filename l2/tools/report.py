@@ -59,6 +59,9 @@ class EpisodeData:
     """(2,) cube x, y at the last frame."""
     ee_xy: np.ndarray | None = None
     """(T, 2) end-effector x, y over the episode."""
+    instruction: str | None = None
+    scene: dict | None = None
+    """The values ``presets=variety`` drew for the episode (the demo's ``scene`` attribute)."""
 
 
 def columns(names: Sequence[str], values: np.ndarray) -> dict[str, np.ndarray]:
@@ -142,6 +145,8 @@ class ReportBuilder:
         self.tables: list[Table] = []
         self.notes: list[str] = []
         self.top_down_caption = ""
+        self.instructions: Counter[str] = Counter()
+        self.scenes: list[dict] = []
 
     # ------------------------------------------------------------------ collecting
     def add(self, ep: EpisodeData) -> None:
@@ -166,6 +171,10 @@ class ReportBuilder:
             self.cube_ends.append((ep.source, np.array(ep.cube_end_xy, np.float32)))
         if ep.ee_xy is not None and (self.path_episodes is None or index in self.path_episodes):
             self.paths.append((ep.source, np.array(ep.ee_xy, np.float32)))
+        if ep.instruction is not None:
+            self.instructions[ep.instruction] += 1
+        if ep.scene is not None:
+            self.scenes.append(ep.scene)
 
     def add_strip(self, title: str, image: np.ndarray) -> None:
         """A frame strip ((H, W, 3) uint8, e.g. from :func:`l2.tools.frame_strip.tile`), shown as a JPEG."""
@@ -246,6 +255,18 @@ class ReportBuilder:
             caption = f"<p>{_esc(self.top_down_caption)}</p>" if self.top_down_caption else ""
             parts.append(
                 _section("Top-down: cube start positions and end-effector paths", caption + _img(fig, "top-down view"))
+            )
+        if self.instructions:
+            rows = [[text, n] for text, n in self.instructions.most_common()]
+            parts.append(_section("Instructions", _table(["instruction", "episodes"], rows)))
+        fig = self._scene_figure()
+        if fig is not None:
+            parts.append(
+                _section(
+                    "Scene randomization (presets=variety)",
+                    f"<p>The values drawn for the {len(self.scenes)} episodes that record them.</p>"
+                    + _img(fig, "scene randomization"),
+                )
             )
         if self.strips:
             parts.append(
@@ -346,6 +367,38 @@ class ReportBuilder:
             if len(s.values):
                 ax.hist(s.values, bins=50, color="#3f51b5")
             ax.set_title(name, fontsize=9)
+            ax.tick_params(labelsize=7)
+        fig.tight_layout()
+        return fig
+
+    def _scene_figure(self):
+        """Counts of the drawn names (target color, mat) and histograms of the drawn numbers (robot shade, table
+        camera offset), from the episodes' ``scene`` values."""
+        if not self.scenes:
+            return None
+        names = {key: Counter(s.get(key) for s in self.scenes) for key in ("target_color", "mat")}
+        offset = np.array([s.get("table_cam_offset", [np.nan] * 6) for s in self.scenes], dtype=float)
+        numbers = {"robot_shade": np.array([s.get("robot_shade", np.nan) for s in self.scenes], dtype=float)}
+        for k, (axis, unit, scale) in enumerate(
+            [
+                ("x", "cm", 100),
+                ("y", "cm", 100),
+                ("z", "cm", 100),
+                ("roll", "deg", 57.2958),
+                ("pitch", "deg", 57.2958),
+                ("yaw", "deg", 57.2958),
+            ]
+        ):
+            numbers[f"table_cam {axis} ({unit})"] = offset[:, k] * scale
+        fig, axes = self._grid(len(names) + len(numbers), 1.7)
+        axes = list(axes)
+        for ax, (key, counts) in zip(axes, names.items(), strict=False):
+            ax.bar([str(k) for k in counts], list(counts.values()), color="#3f51b5")
+            ax.set_title(key, fontsize=9)
+            ax.tick_params(labelsize=7)
+        for ax, (key, values) in zip(axes[len(names) :], numbers.items(), strict=False):
+            ax.hist(values[np.isfinite(values)], bins=20, color="#3f51b5")
+            ax.set_title(key, fontsize=9)
             ax.tick_params(labelsize=7)
         fig.tight_layout()
         return fig
