@@ -65,8 +65,16 @@ class Demo:
     """(T, 3) recorded ``obs/object_position`` (cube in the robot root frame, before each action)."""
     scene: dict | None = None
     """The values ``presets=variety`` drew for the demo (its ``scene`` attribute), applied again at its start."""
-    frames: dict[str, np.ndarray] | None = None
-    """Recorded camera frames ``{camera: (T, H, W, 3) uint8}``, read for a replay that compares images."""
+    cameras: dict[str, tuple[str, str, tuple[int, ...]]] | None = None
+    """For a replay that compares images: per camera, where its recorded frames are (file, dataset) and their
+    shape; :meth:`read_frames` reads them when the demo's replay starts (not all demos' at once)."""
+
+    def read_frames(self) -> dict[str, np.ndarray]:
+        out = {}
+        for camera, (file, dataset, _) in (self.cameras or {}).items():
+            with h5py.File(file, "r") as f:
+                out[camera] = f[dataset][()]
+        return out
 
 
 @dataclass
@@ -168,7 +176,9 @@ def read_demos(
                     joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
                     object_position=obs["object_position"][()] if "object_position" in obs else None,
                     scene=json.loads(group.attrs[schema.ATTR_SCENE]) if schema.ATTR_SCENE in group.attrs else None,
-                    frames={c: obs[c][()] for c in schema.LIFT_CAMERA_TERMS if c in obs} if images else None,
+                    cameras={c: (path, obs[c].name, obs[c].shape) for c in schema.LIFT_CAMERA_TERMS if c in obs}
+                    if images
+                    else None,
                 )
             )
     return env_name, task, demos
@@ -262,6 +272,7 @@ class DemoReplayer:
         errors: list[dict[str, list[float]]] = [{} for _ in range(n)]
         first_success: list[int | None] = [None] * n
         psnr: list[dict[str, list[float]]] = [{} for _ in range(n)]
+        recorded: list[dict[str, np.ndarray]] = [{} for _ in range(n)]  # the running demo's frames (--images)
         results: list[DemoReplay | None] = [None] * len(demos)
         actions = torch.zeros(n, demos[0].actions.shape[1] if demos else 8, device=env.device)
         clock, self.env_steps = time.perf_counter(), 0
@@ -273,6 +284,7 @@ class DemoReplayer:
                 if slot[e] >= 0:
                     step[e], errors[e], first_success[e] = 0, collections.defaultdict(list), None
                     psnr[e] = collections.defaultdict(list)
+                    recorded[e] = demos[slot[e]].read_frames()
                     started.append(e)
             if started:
                 state = _stack_states(
@@ -306,13 +318,13 @@ class DemoReplayer:
             env.step(actions)
             self.env_steps += len(active)
             success = self.success_term.func(env, **self.success_term.params).cpu().numpy()
-            images = env.obs_buf.get("cameras", {}) if any(demos[slot[e]].frames for e in active) else {}
+            images = env.obs_buf.get("cameras", {}) if any(recorded[e] for e in active) else {}
             ended = []
             for e in active:
                 step[e] += 1
-                for camera, recorded in (demos[slot[e]].frames or {}).items():  # obs after step t = frame t + 1
-                    if step[e] < len(recorded) and camera in images:
-                        psnr[e][camera].append(image_psnr(images[camera][e].cpu().numpy(), recorded[step[e]]))
+                for camera, frames in recorded[e].items():  # obs after step t = frame t + 1
+                    if step[e] < len(frames) and camera in images:
+                        psnr[e][camera].append(image_psnr(images[camera][e].cpu().numpy(), frames[step[e]]))
                 if success[e] and first_success[e] is None:
                     first_success[e] = step[e]
                 length = len(demos[slot[e]].actions)
@@ -382,17 +394,17 @@ def replay_demos(
         if not all(d.scene is not None for d in demos):
             raise ReplayError("the demos to replay mix presets=variety scenes and plain ones: replay them apart")
         overrides = [*overrides, f"presets={VARIETY}"]
-    frames = next((d.frames for d in demos if d.frames), None)
-    if frames:  # the cameras rendered at the recorded size
+    cameras = next((d.cameras for d in demos if d.cameras), None)
+    if cameras:  # the cameras rendered at the recorded size
         overrides = [
             *overrides,
             *(
                 f"env.scene.{c}.{k}={v}"
-                for c, f in frames.items()
-                for k, v in (("height", f.shape[1]), ("width", f.shape[2]))
+                for c, (_, _, shape) in cameras.items()
+                for k, v in (("height", shape[1]), ("width", shape[2]))
             ),
         ]
-    env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides, cameras=bool(frames))
+    env_cfg, success = replay_env_cfg(task, device, max(1, min(num_envs, len(demos))), overrides, cameras=bool(cameras))
     with sim.make_env(env_cfg, task) as env:
         replayer = DemoReplayer(env, success, hold_steps)
         return replayer.replay(demos, on_done), replayer

@@ -77,6 +77,12 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _episodes_with(task: object, episodes: list[dict]) -> int:
+    if task in (layout.VALID, layout.INVALID):
+        return sum(bool(e.get("success")) == (task == layout.VALID) for e in episodes)
+    return sum(task in e.get("tasks", []) for e in episodes)
+
+
 def build(
     root: str | Path,
     traced: int = TRACED,
@@ -172,11 +178,10 @@ def build(
     tasks = _jsonl(root, layout.TASKS_PATH)
     b.add_table(
         "tasks.jsonl",
-        ["task_index", "task", "episodes listing it"],
-        [
-            [t.get("task_index"), t.get("task"), sum(t.get("task") in e.get("tasks", []) for e in episodes)]
-            for t in tasks
-        ],
+        ["task_index", "task", "episodes"],
+        [[t.get("task_index"), t.get("task"), _episodes_with(t.get("task"), episodes)] for t in tasks],
+        note="An instruction counts the episodes whose tasks list it (episodes.jsonl); valid / invalid, the "
+        "episodes whose success matches (their validity annotation points at it).",
     )
     if modality is not None:
         rows = []
