@@ -198,6 +198,9 @@ def test_replayed_trace_lifts_the_cube_into_one_valid_demo(replayed):
     assert report.episodes == report.successes == 1
     assert report.env_name == "L2-Lift-Cube-Franka-IK-Abs-Teleop"
     assert "saved demo_0:" in stdout and "1 in the file" in stdout
+    assert "instruction: Pick up the cube and lift it." in stdout  # shown to the operator at each attempt
+    with h5py.File(out) as f:
+        assert f["data/demo_0"].attrs["instruction"] == "Pick up the cube and lift it."
     trace = load_trace(EXAMPLE)
     demo = _demos(out)["demo_0"]
     T = demo.attrs["num_samples"]

@@ -67,6 +67,8 @@ class TeleopSession:
         self.quit = False
         self.stats = SessionStats()
         self.success_streak = 0
+        self.instruction = ""
+        """What the current attempt asks (printed when it begins)."""
         self._events: collections.deque[str] = collections.deque()
         self.success_term = env.cfg.success_term
         for value in self.success_term.params.values():
@@ -101,6 +103,10 @@ class TeleopSession:
         self.target.reset(home[:3], home[3:])
         self.device.reset()
         self.success_streak = 0
+        from l2.lift.variety import episode_language
+
+        self.instruction = episode_language(self.env, 0)[0]
+        self.log(f"instruction: {self.instruction}")  # drawn per attempt with presets=variety
 
     def _episode_length(self) -> int:
         actions = self.env.recorder_manager.get_episode(0).data.get("actions")
