@@ -35,6 +35,19 @@ def test_layouts_keep_the_cubes_apart_and_in_the_area():
         assert ((xy[:, 0] >= 0.40) & (xy[:, 0] <= 0.60) & (np.abs(xy[:, 1]) <= 0.15)).all()
 
 
+def _lifts_the_named_cube(demo: h5py.Group) -> None:
+    """The demo's instruction names its target's color, the target wears that color, and the target (not a
+    distractor) was lifted."""
+    text, scene = demo.attrs["instruction"], json.loads(demo.attrs["scene"])
+    target = scene["target_color"]
+    assert f"{target} cube" in text and target not in scene["distractor_colors"]
+    assert np.abs(np.subtract(scene["colors"]["object"], variety.PALETTE[target])).max() <= variety.COLOR_JITTER
+    cube = demo["obs/object_position"][()]
+    others = demo["obs/distractor_positions"][()].reshape(len(cube), 2, 3)
+    assert cube[:, 2].max() - cube[0, 2] > 0.05, f"{demo.name}: the {target} cube was not lifted"
+    assert np.abs(others[:, :, 2] - others[:1, :, 2]).max() < 0.02, f"{demo.name}: a distractor moved up"
+
+
 @pytest.fixture(scope="module")
 def variety_demos(tmp_path_factory):
     out = tmp_path_factory.mktemp("variety") / "scripted_lift_cube.hdf5"
@@ -52,16 +65,9 @@ def test_scripted_demos_lift_the_cube_their_instruction_names(variety_demos):
     with h5py.File(variety_demos) as f:
         demos = [f["data"][f"demo_{i}"] for i in range(6)]
         instructions = [d.attrs["instruction"] for d in demos]
-        scenes = [json.loads(d.attrs["scene"]) for d in demos]
         first = [d["obs/table_cam"][0] for d in demos]
-        for d, text, scene in zip(demos, instructions, scenes, strict=True):
-            target = scene["target_color"]
-            assert f"{target} cube" in text and target not in scene["distractor_colors"]
-            assert np.abs(np.subtract(scene["colors"]["object"], variety.PALETTE[target])).max() <= variety.COLOR_JITTER
-            cube = d["obs/object_position"][()]
-            others = d["obs/distractor_positions"][()].reshape(len(cube), 2, 3)
-            assert cube[:, 2].max() - cube[0, 2] > 0.05, f"{d.name}: the {target} cube was not lifted"
-            assert np.abs(others[:, :, 2] - others[:1, :, 2]).max() < 0.02, f"{d.name}: a distractor moved up"
+        for d in demos:
+            _lifts_the_named_cube(d)
     assert len(set(instructions)) >= 2
     assert all(not np.array_equal(a, b) for a, b in itertools.combinations(first, 2))
 
@@ -97,3 +103,28 @@ def test_variety_demos_give_the_dataset_one_task_per_instruction(variety_demos, 
         said = [f["data"][f"demo_{i}"].attrs["instruction"] for i in range(6)]
     assert tasks == [*dict.fromkeys(said), "valid"]
     assert [e["tasks"] for e in episodes] == [[s] for s in said]
+
+
+@pytest.mark.sim
+def test_mimic_generates_variety_demos_that_lift_what_they_name(tmp_path):
+    """Mimic generates each demo in a scene drawn anew (the target is the scene's object, whatever its color):
+    every generated demo names the cube it lifts."""
+    src = tmp_path / "scripted_lift_cube.hdf5"
+    made = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(src), "presets=variety,no_cameras")
+    assert made.returncode == 0, made.stderr[-2000:]
+    out = tmp_path / "mimic_lift_cube.hdf5"
+    proc = subprocess.run(
+        [sys.executable, "-m", "l2.mimic", "--input", str(src), "--num_demos", "3", "--num_envs", "2"]
+        + ["--output", str(out), "presets=variety,no_cameras"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert validate_file(out).ok
+    with h5py.File(out) as f:
+        demos = [f["data"][n] for n in sorted(f["data"])]
+        assert len(demos) == 3
+        for d in demos:
+            _lifts_the_named_cube(d)
