@@ -200,3 +200,22 @@ def test_frame_strip_tiles_the_recorded_frames(l2_files):
     assert np.array_equal(strip[:h, :w], table[0]) and np.array_equal(strip[:h, -w:], table[T - 1])
     assert np.array_equal(strip[h + GAP :, w + GAP : 2 * w + GAP], wrist[round((T - 1) / 2)])
     assert (strip[h : h + GAP] == 255).all()
+
+
+def test_first_frames_grid_shows_each_demos_start(l2_files):
+    """``--first-frames N``: the first table-camera frame of the first N demos, four to a row."""
+    import h5py
+
+    from l2.tools.frame_strip import GAP, first_frames, main
+
+    with h5py.File(l2_files[1]) as f:
+        starts = [f[f"data/demo_{k}/obs/table_cam"][0] for k in range(len(f["data"]))]
+    n = min(5, len(starts))
+    grid = first_frames(l2_files[1], n)
+    h, w, _ = starts[0].shape
+    rows = -(-n // 4)
+    assert grid.shape == (rows * h + (rows - 1) * GAP, min(n, 4) * w + (min(n, 4) - 1) * GAP, 3)
+    assert np.array_equal(grid[:h, :w], starts[0])
+    if n > 4:
+        assert np.array_equal(grid[h + GAP :, :w], starts[4])
+    assert main([str(l2_files[1]), "--first-frames", "9", "--cameras", "no_such_cam", "-o", "x.png"]) == 2

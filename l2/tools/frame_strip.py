@@ -4,6 +4,7 @@ Reads an L2 HDF5 file (no Isaac Lab needed) and writes a PNG::
 
     python -m l2.tools.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png
     python -m l2.tools.frame_strip teleop_lift_cube.hdf5 --demo 3 --frames 8 --scale 0.5 --output strip.png
+    python -m l2.tools.frame_strip scripted_lift_cube.hdf5 --first-frames 8 --output scenes.png   # 8 demos' starts
 
 Every ``(T, H, W, 3) uint8`` term under ``obs/`` is a camera; ``--cameras`` picks and orders them.
 """
@@ -81,6 +82,25 @@ def frame_strip(
     return tile(rows)
 
 
+def first_frames(path: str | Path, demos: int = 8, camera: str = "table_cam", per_row: int = 4) -> np.ndarray:
+    """The first frame of ``camera`` in each of the first ``demos`` demos, ``per_row`` to a row: how the episodes'
+    scenes differ (``presets=variety``)."""
+    try:
+        f = L2File(path)
+    except L2FileError as exc:
+        raise ValueError(str(exc)) from None
+    with f:
+        images = []
+        for name in f.demos[:demos]:
+            data = f.data[name].get(f"{schema.OBS}/{camera}")
+            if not isinstance(data, h5py.Dataset) or data.ndim != 4:
+                raise ValueError(f"{path}:/{schema.DATA_GROUP}/{name}/obs/{camera}: not a camera term")
+            images.append(data[0])
+    if not images:
+        raise ValueError(f"{path}:/{schema.DATA_GROUP}: no demos")
+    return tile([images[k : k + per_row] for k in range(0, len(images), per_row)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m l2.tools.frame_strip",
@@ -93,13 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=6, help="frames per camera (default: %(default)s)")
     parser.add_argument("--cameras", default="", help="comma-separated obs terms (default: every camera term)")
     parser.add_argument("--scale", type=float, default=1.0, help="resize the picture by this factor (default: 1)")
+    parser.add_argument(
+        "--first-frames",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: the first frame of the first N demos, 4 to a row (the first of --cameras, default table_cam)",
+    )
     args = parser.parse_args(argv)
     if args.frames < 1 or args.scale <= 0:
         parser.error("--frames must be >= 1 and --scale > 0")
     from PIL import Image
 
+    cameras = [c for c in args.cameras.split(",") if c]
     try:
-        strip = frame_strip(args.file, args.demo, args.frames, [c for c in args.cameras.split(",") if c])
+        if args.first_frames:
+            strip = first_frames(args.file, args.first_frames, cameras[0] if cameras else "table_cam")
+        else:
+            strip = frame_strip(args.file, args.demo, args.frames, cameras)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -109,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         image = image.resize(size, Image.Resampling.LANCZOS)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     image.save(args.output, optimize=True)
-    print(f"{args.output}: {image.width}x{image.height}, demo_{args.demo}, {args.frames} frames per camera")
+    what = (
+        f"first frames of {args.first_frames} demos"
+        if args.first_frames
+        else f"demo_{args.demo}, {args.frames} frames per camera"
+    )
+    print(f"{args.output}: {image.width}x{image.height}, {what}")
     return 0
 
 
