@@ -68,7 +68,8 @@ def test_accumulator_integrates_deltas_like_isaac_labs_ik_relative_rule():
 
 
 def test_trace_round_trip_recorder_and_replay_order(tmp_path):
-    rec = TraceRecorder(seed=3, task="t", device="keyboard")
+    rec = TraceRecorder(seed=3, task="t", device="keyboard", overrides=["presets=variety,no_cameras", "env.x=1"])
+    assert rec.trace.presets == ["variety"]  # the scene's presets are kept, the camera presets are not
     cmd = torch.tensor([0.001, 0, 0, 0, 0, 0.0123456789, 1.0])
     rec.add(cmd, [], applied=False)  # paused, nothing happened: not kept
     rec.add(cmd, ["start"], applied=True)

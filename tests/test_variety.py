@@ -128,3 +128,25 @@ def test_mimic_generates_variety_demos_that_lift_what_they_name(tmp_path):
         assert len(demos) == 3
         for d in demos:
             _lifts_the_named_cube(d)
+
+
+@pytest.mark.sim
+def test_the_shipped_variety_trace_replays_its_teleop_demo(tmp_path):
+    """A device trace records the presets of the session that made it: ``config/teleop/lift_cube_variety_trace.json``
+    (made by ``python -m l2.teleop.make_trace ... presets=variety,no_cameras``) replays in its variety scene, the
+    operator is shown the instruction, and the demo lifts the cube it names."""
+    out = tmp_path / "teleop_lift_cube.hdf5"
+    proc = subprocess.run(
+        [sys.executable, "l2/teleop/run.py", "--teleop_device", "replay", "--num_demos", "1", "--output", str(out)]
+        + ["--trace", "config/teleop/lift_cube_variety_trace.json", "presets=no_cameras"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "replay: using the trace's presets variety" in proc.stdout
+    with h5py.File(out) as f:
+        demo = f["data/demo_0"]
+        assert f"instruction: {demo.attrs['instruction']}" in proc.stdout
+        _lifts_the_named_cube(demo)

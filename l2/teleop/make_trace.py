@@ -88,7 +88,7 @@ def make_trace(
     with tempfile.TemporaryDirectory() as tmp:
         configure_recording(env_cfg, Path(tmp) / "teleop_trace_check.hdf5", task)
         env_cfg.recorders.export_in_close = False
-        recorder = TraceRecorder(seed, task, "keyboard")
+        recorder = TraceRecorder(seed, task, "keyboard", overrides=overrides)
         with sim.make_env(env_cfg, task) as env:
             session = TeleopSession(env, None, num_demos=1, recorder=recorder)
             session.device = ScriptedOperator(env, session.target)

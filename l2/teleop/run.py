@@ -124,7 +124,7 @@ def collect(args: argparse.Namespace) -> int:
     from l2.recording.handler import dataset_handler
     from l2.teleop.devices import CONTROLS, create_device
     from l2.teleop.session import TeleopSession
-    from l2.teleop.trace import TraceRecorder, load_trace
+    from l2.teleop.trace import TraceRecorder, load_trace, scene_presets
 
     trace = None
     if args.trace:
@@ -135,6 +135,10 @@ def collect(args: argparse.Namespace) -> int:
         if trace.seed is not None and trace.seed != args.seed:
             print(f"replay: using the trace's seed {trace.seed} (the cube poses depend on it)")
             args.seed = trace.seed
+        missing = [p for p in trace.presets if p not in scene_presets(args.overrides)]
+        if missing:  # the scene the commands were given in (e.g. presets=variety)
+            print(f"replay: using the trace's presets {','.join(missing)}")
+            args.overrides = [*args.overrides, f"presets={','.join(missing)}"]
     env_cfg = sim.load_env_cfg(args.task, args.device, 1, args.seed, args.overrides)
     if getattr(env_cfg, "success_term", None) is None:
         cli.fail(f"{args.task} is not a teleop task (its cfg has no success_term)")
@@ -148,7 +152,9 @@ def collect(args: argparse.Namespace) -> int:
 
     log: list = []
     control = trace.control if trace else ("absolute" if args.teleop_device == "xr" else "delta")
-    recorder = TraceRecorder(args.seed, args.task, args.teleop_device, control) if args.record_trace else None
+    recorder = (
+        TraceRecorder(args.seed, args.task, args.teleop_device, control, args.overrides) if args.record_trace else None
+    )
     stats = already = None
     extras = []
     try:

@@ -9,6 +9,7 @@ A trace is a small JSON file::
       "control": "delta",                             # "delta": commands are [dx,dy,dz,rx,ry,rz,gripper]
                                                       # "absolute": [x,y,z,qx,qy,qz,qw,gripper] (XR)
       "device": "keyboard",                           # the live device it came from (informative)
+      "presets": ["variety"],                         # optional: the scene's presets, applied on replay
       "commands": [[0.005, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], ...],   # one per session tick
       "events": [[0, "start"], [212, "reset"], [480, "quit"]]      # [tick, name], in tick order
     }
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,10 @@ class Trace:
     task: str | None = None
     control: str = "delta"
     device: str | None = None
+    presets: list[str] = field(default_factory=list)
+    """The presets the session ran with that shape what the operator saw and did (e.g. ``variety``: the scene
+    the commands were given in); a replay runs with them too. Camera presets are left out (the trace replays
+    the same with or without cameras)."""
 
     @property
     def command_dim(self) -> int:
@@ -63,6 +68,7 @@ class Trace:
             "seed": self.seed,
             "control": self.control,
             "device": self.device,
+            "presets": self.presets,
             "commands": self.commands,
             "events": [[int(t), name] for t, name in self.events],
         }
@@ -78,6 +84,7 @@ class Trace:
             task=data.get("task"),
             control=data.get("control", "delta"),
             device=data.get("device"),
+            presets=[str(p) for p in data.get("presets", [])],
         )
         trace.check()
         return trace
@@ -124,8 +131,8 @@ def _short(value: np.float32) -> float:
 class TraceRecorder:
     """Collects the ticks of a live session (see the module doc for which ticks are kept)."""
 
-    def __init__(self, seed: int | None, task: str, device: str, control: str = "delta"):
-        self.trace = Trace(seed=seed, task=task, device=device, control=control)
+    def __init__(self, seed: int | None, task: str, device: str, control: str = "delta", overrides: Sequence[str] = ()):
+        self.trace = Trace(seed=seed, task=task, device=device, control=control, presets=scene_presets(overrides))
 
     def add(self, command: torch.Tensor | None, events: list[str], applied: bool) -> None:
         if not (events or applied):
@@ -172,3 +179,12 @@ class ReplayDevice(DeviceBase):
         command = [0.0] * (self.trace.command_dim - 1) + [1.0] if self.finished else self.trace.commands[self._tick]
         self._tick += 1
         return torch.tensor(command, dtype=torch.float32, device=self._sim_device)
+
+
+CAMERA_PRESETS = ("no_cameras",)
+
+
+def scene_presets(overrides: Sequence[str]) -> list[str]:
+    """The ``presets=`` names in ``overrides`` that a trace keeps (all but the camera presets)."""
+    names = [n for o in overrides if o.startswith("presets=") for n in o.split("=", 1)[1].split(",") if n]
+    return [n for n in dict.fromkeys(names) if n not in CAMERA_PRESETS]
