@@ -6,7 +6,7 @@ machine and ``obs/object_position`` keep meaning "the cube to lift"); what is dr
 it wears, and so which of the three colored cubes the instruction asks for, with the distractors in the other
 colors at positions that do not overlap. Each episode also draws the colors' jitter, a table mat's color, a
 shade on the robot's links and a small offset of the table camera's pose. Every sampled value is kept per env
-(:meth:`randomize_scene.episode_params`), written with each demo and applied again by a replay
+(:attr:`randomize_scene.params`), written with each demo and applied again by a replay
 (:meth:`randomize_scene.apply`), so that a replayed demo shows the same images.
 
 Colors are written into Newton's per-shape color buffer, which the Warp renderer reads (kit-less, CPU or CUDA).
@@ -191,9 +191,6 @@ class randomize_scene(ManagerTermBase):
             env_ids=ids.to(device),
             convention=cfg.convention,
         )
-
-    def episode_params(self, env_id: int) -> dict:
-        return self.params[env_id]
 
 
 def _layout() -> list[list[float]]:
