@@ -38,6 +38,8 @@ window.addEventListener('load', function () {
 });
 </script>"""
 """Appended to a copy of the page: marks the body with the image count and how many decoded."""
+WEBGL = ("--use-angle=swiftshader", "--enable-unsafe-swiftshader")
+"""WebGL on the CPU (SwiftShader), for live 3D pages such as the viser teleop view."""
 
 
 def chromium() -> str:
@@ -47,10 +49,14 @@ def chromium() -> str:
     return path
 
 
-def _run(page: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _run(page: Path | str, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Chromium on a file (a Path) or a URL (a str)."""
+    uri = page if isinstance(page, str) else page.resolve().as_uri()
+    # WebGL runs in the GPU process (SwiftShader there): --disable-gpu would make it crawl.
+    flags = [f for f in FLAGS if f != "--disable-gpu"] if WEBGL[0] in extra else FLAGS
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         return subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()],
+            [chromium(), *flags, f"--user-data-dir={profile}", *extra, uri],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -75,12 +81,28 @@ def images_loaded(page: str | Path) -> tuple[int, int]:
 
 
 def screenshot(page: str | Path, png: str | Path, size: tuple[int, int] = (1100, 1500)) -> Path:
-    """A PNG of the top ``size`` (width, height) pixels of the page."""
+    """A PNG of the top ``size`` (width, height) pixels of the page (a file)."""
     png = Path(png)
     r = _run(Path(page), f"--screenshot={png.resolve()}", f"--window-size={size[0]},{size[1]}")
     if r.returncode != 0 or not png.is_file():
         raise RuntimeError(f"chromium --screenshot failed ({r.returncode}): {r.stderr[-2000:]}")
     return png
+
+
+def live_page(url: str, png: str | Path, size: tuple[int, int] = (1280, 800)) -> str:
+    """Load a live web app (WebGL on) for Chromium's virtual-time budget: a screenshot to ``png``, and its DOM then.
+
+    Two loads, one for each; the app must show the same thing in both (e.g. a served 3D scene).
+    """
+    png = Path(png)
+    png.unlink(missing_ok=True)
+    shot = _run(url, *WEBGL, f"--screenshot={png.resolve()}", f"--window-size={size[0]},{size[1]}")
+    if shot.returncode != 0 or not png.is_file():
+        raise RuntimeError(f"chromium --screenshot {url} failed ({shot.returncode}): {shot.stderr[-2000:]}")
+    dom = _run(url, *WEBGL, "--dump-dom", f"--window-size={size[0]},{size[1]}")
+    if dom.returncode != 0:
+        raise RuntimeError(f"chromium --dump-dom {url} failed ({dom.returncode}): {dom.stderr[-2000:]}")
+    return dom.stdout
 
 
 if __name__ == "__main__":

@@ -302,3 +302,64 @@ def test_sigint_during_the_second_attempt_keeps_the_first_demo(tmp_path, replaye
     demos = _demos(out)
     assert list(demos) == ["demo_0"]
     assert np.array_equal(demos["demo_0"]["actions"][()], reference)
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until something accepts TCP connections on the loopback ``port`` (viser prints its banner before that)."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, f"nothing listens on port {port}"
+        time.sleep(0.5)
+
+
+@pytest.mark.sim
+def test_browser_view_shows_the_scene_and_the_instruction(tmp_path):
+    """``--visualizer viser`` serves the live scene: headless Chromium (WebGL on SwiftShader) sees the robot and
+    the three cubes at the operator's viewpoint, and the attempt's instruction in the control pane."""
+    from browser import live_page
+    from conftest import free_port
+    from PIL import Image
+
+    port = free_port()
+    variety_trace = REPO / "config" / "teleop" / "lift_cube_variety_trace.json"
+    proc = subprocess.Popen(
+        [sys.executable, str(RUN), "--teleop_device", "replay", "--trace", str(variety_trace), "--output",
+         str(tmp_path / "teleop.hdf5"), "--visualizer", "viser", "--viewer_port", str(port),
+         "--step_hz", "0.5", NO_CAMERAS],  # 153 ticks at 0.5 Hz: the session stays live for 5 min
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines, instruction, objects, colored = [], None, 0, 0
+    try:
+        deadline = time.monotonic() + 300
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("instruction: "):
+                instruction = line.removeprefix("instruction: ").strip()
+            if instruction and f":{port}" in line:  # viser's banner: the page is served
+                break
+            assert time.monotonic() < deadline, "the browser view was not served in time"
+        assert instruction and proc.poll() is None, "".join(lines)[-3000:]
+        _wait_for_port(port, proc)
+        png = tmp_path / "view.png"
+        for _ in range(4):  # the scene arrives over the page's websocket after the page itself
+            dom = live_page(f"http://localhost:{port}", png)
+            rgb = np.asarray(Image.open(png).convert("RGB")).astype(int)
+            scene = rgb[:700, 100:900]  # left of the control pane, above the axes gizmo
+            ground = np.median(scene[600:].reshape(-1, 3), axis=0)  # the grey ground plane, in front
+            objects = ((np.abs(scene - ground).max(-1) > 12) & (scene.min(-1) < 250)).sum()  # not ground, not sky
+            colored = (scene.max(-1) - scene.min(-1) > 40).sum()  # the cubes (the robot and the ground are grey)
+            # From the operator's viewpoint the arm, the mat and the cubes fill ~30k and ~500 pixels; from viser's
+            # default one (the whole ground plane), ~4k and ~30.
+            if objects > 15000 and colored > 300:
+                break
+        assert proc.poll() is None, "the session ended before the page was checked"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=120)
+    assert objects > 15000 and colored > 300, (objects, colored)
+    assert "Instruction" in dom and instruction in dom, dom[-3000:]

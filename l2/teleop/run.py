@@ -70,6 +70,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="viewer: newton (OpenGL window), viser (web page), rerun: kit-less; kit: Isaac Sim's window "
         "(needs Isaac Sim; gives Isaac Lab's Se3Keyboard and Se3Gamepad) (default: %(default)s)",
     )
+    group.add_argument(
+        "--viewer_port",
+        type=int,
+        default=8080,
+        help="port of the viser web page, http://localhost:PORT (default: %(default)s)",
+    )
     group.add_argument("--log_actions", default=None, help="also save every action sent to the env (.npz)")
     args = parser.parse_args(argv)
     if args.num_envs != 1:
@@ -83,19 +89,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _visualizer_cfg(name: str):
+def _visualizer_cfg(name: str, port: int):
+    from l2.teleop.viewer import VIEW_EYE, VIEW_LOOKAT
+
     if name == "newton":
         from isaaclab_visualizers.newton import NewtonGLVisualizerCfg
 
-        return NewtonGLVisualizerCfg()
+        return NewtonGLVisualizerCfg(eye=VIEW_EYE, lookat=VIEW_LOOKAT)
     if name == "viser":
         from isaaclab_visualizers.viser import ViserVisualizerCfg
 
-        return ViserVisualizerCfg()
+        return ViserVisualizerCfg(port=port, eye=VIEW_EYE, lookat=VIEW_LOOKAT)
     if name == "rerun":
         from isaaclab_visualizers.rerun import RerunVisualizerCfg
 
-        return RerunVisualizerCfg()
+        return RerunVisualizerCfg(eye=VIEW_EYE, lookat=VIEW_LOOKAT)
     return None
 
 
@@ -125,6 +133,7 @@ def collect(args: argparse.Namespace) -> int:
     from l2.teleop.devices import CONTROLS, create_device
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder, load_trace, scene_presets
+    from l2.teleop.viewer import frame_workspace, show_instruction
 
     trace = None
     if args.trace:
@@ -144,7 +153,7 @@ def collect(args: argparse.Namespace) -> int:
         cli.fail(f"{args.task} is not a teleop task (its cfg has no success_term)")
     output = cli.record_to(env_cfg, args)
     env_cfg.recorders.export_in_close = False  # an unfinished attempt is never written on exit
-    viz = _visualizer_cfg(args.visualizer)
+    viz = _visualizer_cfg(args.visualizer, args.viewer_port)
     if viz is not None:
         env_cfg.sim.visualizer_cfgs = [viz]
     launcher_args = {"headless": False, "visualizer": ["kit"]} if args.visualizer == "kit" else {}
@@ -160,6 +169,7 @@ def collect(args: argparse.Namespace) -> int:
     try:
         with sim.make_env(env_cfg, args.task, **launcher_args) as env:
             already = dataset_handler(env).get_num_episodes()
+            frame_workspace(env)
             step_hz = args.step_hz if args.step_hz is not None else (None if trace else 1.0 / env.step_dt)
             session = TeleopSession(
                 env,
@@ -171,6 +181,7 @@ def collect(args: argparse.Namespace) -> int:
                 recorder=recorder,
                 render=args.visualizer != "none",
                 on_action=(lambda a: log.append(a.cpu().numpy().copy())) if args.log_actions else None,
+                on_instruction=(lambda text: show_instruction(env, text)) if args.visualizer == "viser" else None,
             )
             device, extras = create_device(
                 args.teleop_device, session.callbacks(), env.device, args.sensitivity, trace=trace, env_cfg=env_cfg

@@ -42,6 +42,7 @@ class TeleopSession:
         start_running: start active (devices without a start control) or paused until ``start``.
         step_hz: ticks per second (None: as fast as the simulator goes).
         on_action: called with every action sent to the env (logging).
+        on_instruction: called with each attempt's instruction when it begins (the browser view).
     """
 
     def __init__(
@@ -56,13 +57,14 @@ class TeleopSession:
         step_hz: float | None = None,
         recorder: TraceRecorder | None = None,
         on_action: Callable[[torch.Tensor], None] | None = None,
+        on_instruction: Callable[[str], None] | None = None,
         render: bool = False,
         log=print,
     ):
         self.env, self.device = env, device
         self.num_success_steps, self.num_demos = num_success_steps, num_demos
         self.control, self.step_hz, self.recorder = control, step_hz, recorder
-        self.on_action, self.render, self.log = on_action, render, log
+        self.on_action, self.on_instruction, self.render, self.log = on_action, on_instruction, render, log
         self.running = start_running
         self.quit = False
         self.stats = SessionStats()
@@ -107,6 +109,8 @@ class TeleopSession:
 
         self.instruction = episode_language(self.env, 0)[0]
         self.log(f"instruction: {self.instruction}")  # drawn per attempt with presets=variety
+        if self.on_instruction is not None:
+            self.on_instruction(self.instruction)
 
     def _episode_length(self) -> int:
         actions = self.env.recorder_manager.get_episode(0).data.get("actions")
