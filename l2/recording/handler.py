@@ -474,12 +474,17 @@ def _nbytes(data: dict) -> int:
     return sum(_nbytes(v) if isinstance(v, dict) else v.numel() * v.element_size() for v in data.values())
 
 
+SCENE_GROUP = "scene"
+"""Observation group of state terms recorded beside a concatenated policy group (RL rollouts with
+``presets=variety``), written as ``obs/<term>`` like the policy's own."""
+
+
 def expected_obs_layout(env: ManagerBasedEnv) -> dict[str, tuple]:
     """The obs layout (:func:`l2.format.l2file.obs_layout`) that the env's recorders will write, known once the
-    env is built: the ``policy`` group's terms (float32) and the camera group's images (uint8)."""
+    env is built: the ``policy`` and ``scene`` groups' terms (float32) and the camera group's images (uint8)."""
     manager = env.observation_manager
     layout = {}
-    for group, dtype in (("policy", "float32"), (CameraFramesRecorderCfg().group, "uint8")):
+    for group, dtype in (("policy", "float32"), (SCENE_GROUP, "float32"), (CameraFramesRecorderCfg().group, "uint8")):
         if group in manager.active_terms:
             for name, shape in zip(manager.active_terms[group], manager.group_obs_term_dim[group], strict=True):
                 layout[name] = (tuple(shape), dtype)

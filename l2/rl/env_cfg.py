@@ -8,11 +8,14 @@ predict, instead of the whole pose. The recorded files still hold the IK-absolut
 other sources (see ``recorders.py``).
 """
 
+from isaaclab.managers import ObservationGroupCfg as ObsGroup
+from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import RewardTermCfg as RewTerm
 from isaaclab.utils import configclass
 from isaaclab_tasks.contrib.lift.lift_env_cfg import RewardsCfg
+from isaaclab_tasks.utils import preset
 
-from l2.lift import mdp
+from l2.lift import mdp, variety
 from l2.lift.lift_env_cfg import LiftCubeEnvCfg, LiftCubeTerminationsCfg, ObservationsCfg
 
 RELATIVE_JOINT_SCALE = 0.1
@@ -43,8 +46,21 @@ class RLPolicyObsCfg(ObservationsCfg.PolicyCfg):
 
 
 @configclass
+class RLSceneObsCfg(ObsGroup):
+    """Where the distractor cubes are: written as ``obs/distractor_positions`` like the other sources', never
+    fed to the policy (rsl_rl reads the ``policy`` group only)."""
+
+    distractor_positions = ObsTerm(func=variety.distractor_positions)
+
+    def __post_init__(self):
+        self.enable_corruption = False
+        self.concatenate_terms = False
+
+
+@configclass
 class RLObservationsCfg(ObservationsCfg):
     policy: RLPolicyObsCfg = RLPolicyObsCfg()
+    scene = preset(default=None, variety=RLSceneObsCfg())  # l2.recording.handler.SCENE_GROUP
 
 
 @configclass

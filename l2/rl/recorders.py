@@ -13,7 +13,7 @@ import torch
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
 from isaaclab.utils import configclass
 
-from l2.recording.handler import L2RecorderManagerCfg
+from l2.recording.handler import SCENE_GROUP, L2RecorderManagerCfg
 
 
 class PolicySplitObsRecorder(RecorderTerm):
@@ -53,6 +53,14 @@ class PolicySplitObsRecorder(RecorderTerm):
             terms[name] = flat[:, start : start + size].reshape(-1, *dim).clone()
             start += size
         return "obs", terms
+
+
+class GroupObsRecorder(RecorderTerm):
+    """Writes each term of a non-concatenated observation group as ``obs/<term>``; nothing without the group."""
+
+    def record_pre_step(self):
+        terms = self._env.obs_buf.get(self.cfg.group)
+        return ("obs", {name: value.clone() for name, value in terms.items()}) if terms else (None, None)
 
 
 class EquivalentIKAbsActionRecorder(RecorderTerm):
@@ -107,6 +115,12 @@ class PolicySplitObsRecorderCfg(RecorderTermCfg):
 
 
 @configclass
+class GroupObsRecorderCfg(RecorderTermCfg):
+    class_type: type = GroupObsRecorder
+    group: str = SCENE_GROUP
+
+
+@configclass
 class EquivalentIKAbsActionRecorderCfg(RecorderTermCfg):
     class_type: type = EquivalentIKAbsActionRecorder
     arm_action_name: str = "arm_action"
@@ -126,5 +140,6 @@ class RLRecorderManagerCfg(L2RecorderManagerCfg):
     record_pre_step_actions = None
     record_pre_step_policy_observations = None
     record_policy_split_obs = PolicySplitObsRecorderCfg()
+    record_scene_obs = GroupObsRecorderCfg()
     record_equivalent_actions = EquivalentIKAbsActionRecorderCfg()
     record_policy_actions = RawPolicyActionRecorderCfg()

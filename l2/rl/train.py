@@ -107,6 +107,20 @@ def frozen_actor(ppo) -> Iterator[None]:
             group["lr"] = learning_rate
 
 
+def resume_parts(checkpoint: str) -> dict | None:
+    """What to load from a checkpoint to continue from it: all of a run's own; actor and critic of a shipped one.
+
+    Shipped checkpoints (l2/rl/checkpoints/) carry no optimizer state, so a fine-tune from one starts Adam afresh.
+    """
+    import torch
+
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    if "optimizer_state_dict" in saved:
+        return None
+    print(f"note: {checkpoint} holds no optimizer state (a shipped policy): Adam starts afresh")
+    return {"actor": True, "critic": True, "iteration": True}
+
+
 def train(args: argparse.Namespace) -> int:
     from isaaclab.utils.io import dump_yaml
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner
@@ -139,7 +153,7 @@ def train(args: argparse.Namespace) -> int:
         vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
         runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=str(log_dir))
         if args.resume:
-            runner.load(args.resume)
+            runner.load(args.resume, load_cfg=resume_parts(args.resume))
         if args.init:
             runner.load(args.init, load_cfg={"actor": True})
         warmup = min(args.critic_warmup, agent_cfg.max_iterations) if args.init else 0
