@@ -3,25 +3,36 @@
 # validate them -> convert to a GR00T LeRobot dataset with videos -> validate it -> evaluate the shipped
 # policies in closed loop -> HTML reports -> summary.
 #
-#   scripts/main.sh                      # 4 scripted demos with 4 envs (two 224x224 cameras each)
+#   scripts/main.sh                      # the variety scene: 4 scripted demos with 4 envs (two 224x224 cameras each)
+#   SCENE=plain scripts/main.sh          # the plain scene: one red cube, one instruction
 #   NUM_DEMOS=16 NUM_ENVS=8 scripts/main.sh
 #   RL_DEMOS=4 RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
 #
-# Scripted demos are appended to data/demos/scripted_lift_cube.hdf5 (an existing file is never
-# truncated); on the first run a teleop session is replayed from config/teleop/ into
-# data/demos/teleop_lift_cube.hdf5; the shipped PPO policy (or RL_CHECKPOINT) appends RL_DEMOS (2)
-# rollouts to data/demos/rl_lift_cube.hdf5. A demo file of an earlier version (no camera frames; RL demos
-# without the cube's orientation) is moved to data/demos_earlier/, never mixed with new demos. The GR00T dataset is derived
-# from all files in data/demos/ and rewritten at outputs/lift_cube_gr00t.
+# SCENE=variety (the default, presets=variety) draws per episode three cubes of distinct colors, the target and
+# an instruction that names it, the mat, the robot's shade and the table camera's pose; its files are named
+# <source>_lift_cube_variety.hdf5. SCENE=plain writes <source>_lift_cube.hdf5. Each scene has its own files
+# and its own GR00T dataset (outputs/<task>_gr00t).
+#
+# Scripted demos are appended to data/demos/scripted_<task>.hdf5 (an existing file is never truncated); on the
+# first run a teleop session is replayed from config/teleop/ into data/demos/teleop_<task>.hdf5; the shipped
+# PPO policy (or RL_CHECKPOINT) appends RL_DEMOS (2) rollouts to data/demos/rl_<task>.hdf5. A demo file of an
+# earlier version (no camera frames; RL demos without the cube's orientation) is moved to data/demos_earlier/,
+# never mixed with new demos. The GR00T dataset is derived from this scene's files in data/demos/ and rewritten.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$REPO/scripts/setup.sh"
 cd "$REPO"
 PY="$REPO/.venv/bin/python"
-DEMOS="data/demos/scripted_lift_cube.hdf5"
-TELEOP="data/demos/teleop_lift_cube.hdf5"
-RL="data/demos/rl_lift_cube.hdf5"
-GR00T="outputs/lift_cube_gr00t"
+case "${SCENE:-variety}" in
+  variety) TASK=lift_cube_variety; PRESETS=presets=variety; TRACE=config/teleop/lift_cube_variety_trace.json
+           SCENE_OBS=",distractor_positions" ;;
+  plain)   TASK=lift_cube; PRESETS=; TRACE=config/teleop/lift_cube_trace.json; SCENE_OBS= ;;
+  *) echo "error: SCENE=${SCENE}: choose variety or plain" >&2; exit 2 ;;
+esac
+DEMOS="data/demos/scripted_$TASK.hdf5"
+TELEOP="data/demos/teleop_$TASK.hdf5"
+RL="data/demos/rl_$TASK.hdf5"
+GR00T="outputs/${TASK}_gr00t"
 REPORTS="outputs/reports"
 EVAL="outputs/eval"
 BC_MODEL="l2/bc/checkpoints/lift_cube_bc/model.pth"
@@ -32,9 +43,9 @@ start=$(date +%s)
 # Demos recorded before the cameras existed, or before every source recorded the cube's orientation and the
 # end-effector pose (what state policies need; RL demos older than that also hold the pose reached, not
 # commanded), cannot share a file or a dataset with new demos: such files are moved aside, never appended to.
-for f in data/demos/*.hdf5; do
+for f in "$DEMOS" "$TELEOP" "$RL"; do
   [ -f "$f" ] || continue
-  expect="$CAMERAS,object_orientation,ee_position,ee_orientation"
+  expect="$CAMERAS,object_orientation,ee_position,ee_orientation$SCENE_OBS"
   if ! "$PY" -m l2.format.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
     mkdir -p data/demos_earlier
     dest="data/demos_earlier/$(basename "$f")"
@@ -45,52 +56,53 @@ for f in data/demos/*.hdf5; do
   fi
 done
 
-echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU"
+echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU (scene: ${SCENE:-variety})"
 "$PY" l2/scripted/run.py --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" --output "$DEMOS" \
-  $([ -f "$DEMOS" ] && echo --append)
+  $([ -f "$DEMOS" ] && echo --append) $PRESETS
 
 if [ ! -f "$TELEOP" ]; then
   echo "== 1b/6 collect: a teleop session replayed from the shipped device trace (first run only)"
-  "$PY" l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --num_demos 1 --output "$TELEOP"
+  "$PY" l2/teleop/run.py --teleop_device replay --trace "$TRACE" --num_demos 1 --output "$TELEOP"
 fi
 echo "== 1c/6 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/rl/checkpoints/lift_cube_ppo}"
 "$PY" l2/rl/rollout.py ${RL_CHECKPOINT:+--checkpoint "$RL_CHECKPOINT"} --num_envs "${RL_DEMOS:-2}" \
-  --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append)
+  --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
 
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
-"$PY" -m l2.format.validate data/demos/*.hdf5 --expect-obs "$CAMERAS"
+"$PY" -m l2.format.validate data/demos/*_"$TASK".hdf5 --expect-obs "$CAMERAS$SCENE_OBS"
 
 echo "== 2b/6 replay this run's scripted demos from their initial states (do their successes reproduce?)"
 n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
 "$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}"
 
 echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
-"$PY" l3/convert.py data/demos --config config/lift_cube.yaml --output "$GR00T" --overwrite
+"$PY" l3/convert.py data/demos/*_"$TASK".hdf5 --config config/lift_cube.yaml --output "$GR00T" --overwrite
 
 echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
 
 echo "== 5/6 evaluate in closed loop: the shipped PPO policy (in-process) and the shipped BC policy (robomimic,"
-echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each, state only"
+echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
 mkdir -p "$EVAL"
-"$PY" -m l2.evaluate --episodes 16 --num_envs 16 --report "$EVAL/ppo.json"
+"$PY" -m l2.evaluate --episodes 16 --num_envs 16 --report "$EVAL/ppo.json" $PRESETS
 RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
 "$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
 "$PY" -m l2.evaluate --policy "server:127.0.0.1:$BC_PORT" --config config/robomimic/lift_cube_lowdim.yaml \
-  --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json"
+  --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
 kill "$server" 2>/dev/null || true
 
 echo "== 6/6 inspection reports: what was collected and what GR00T will read, as HTML pages"
-"$PY" -m l2.tools.inspect_demos data/demos/*.hdf5 --output "$REPORTS/l2_demos.html" --overwrite --quiet
-"$PY" -m l3.inspect_dataset "$GR00T" --output "$REPORTS/lift_cube_gr00t.html" --overwrite --quiet
+"$PY" -m l2.tools.inspect_demos data/demos/*_"$TASK".hdf5 --output "$REPORTS/${TASK}_demos.html" --overwrite --quiet
+"$PY" -m l3.inspect_dataset "$GR00T" --output "$REPORTS/${TASK}_gr00t.html" --overwrite --quiet
 
 echo
 echo "main job done in $(( $(date +%s) - start )) s"
-echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*.hdf5 | tr '\n' ' ')"
+echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*_"$TASK".hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp4' | wc -l) videos)"
 rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["successes"], r["episodes"], sep="/")' "$1"; }
 echo "  closed loop:            PPO $(rate "$EVAL/ppo.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
-echo "  reports (open in a browser): $REPO/$REPORTS/l2_demos.html, $REPO/$REPORTS/lift_cube_gr00t.html"
-echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --output cameras.png"
+echo "  instructions:           $("$PY" -c 'import json, sys; print(len({t for line in open(sys.argv[1]) for t in json.loads(line)["tasks"]}))' "$GR00T/meta/episodes.jsonl") distinct, the episodes' tasks in $GR00T/meta/episodes.jsonl"
+echo "  reports (open in a browser): $REPO/$REPORTS/${TASK}_demos.html, $REPO/$REPORTS/${TASK}_gr00t.html"
+echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --first-frames 8 --output first_frames.png"

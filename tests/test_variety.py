@@ -150,3 +150,26 @@ def test_the_shipped_variety_trace_replays_its_teleop_demo(tmp_path):
         demo = f["data/demo_0"]
         assert f"instruction: {demo.attrs['instruction']}" in proc.stdout
         _lifts_the_named_cube(demo)
+
+
+@pytest.mark.sim
+def test_rl_rollouts_record_the_distractors_like_the_other_sources(variety_demos, tmp_path):
+    """The PPO policy's input leaves the distractors out; its rollouts still record them (a ``scene`` obs group
+    rsl_rl does not read), so an RL variety demo holds the scripted one's obs terms and lifts the cube it names."""
+    out = tmp_path / "rl_lift_cube.hdf5"
+    proc = subprocess.run(
+        [sys.executable, "l2/rl/rollout.py", "--num_envs", "2", "--num_demos", "2", "--seed", "3", "--output", str(out)]
+        + ["presets=variety,no_cameras"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert validate_file(out).ok
+    with h5py.File(out) as rl, h5py.File(variety_demos) as scripted:
+        state = {k for k in scripted["data/demo_0/obs"] if k not in ("table_cam", "wrist_cam")}
+        for name in ("demo_0", "demo_1"):
+            demo = rl["data"][name]
+            assert set(demo["obs"]) == state
+            _lifts_the_named_cube(demo)

@@ -48,7 +48,9 @@ class LiftPhysicsCfg(PresetCfg):
 
     newton_mjwarp: NewtonCfg = NewtonCfg(
         # implicitfast + armature keep the arm stable; elliptic cones and impratio hold the cube in the grasp.
-        solver_cfg=MJWarpSolverCfg(integrator="implicitfast", njmax=300, nconmax=100, cone="elliptic", impratio=10.0),
+        # njmax (constraint rows per env) is room, not behaviour: 300 overflowed once with the three cubes of
+        # presets=variety ("nefc overflow ... 327"), which drops contacts; at 500 plain-scene demos are bit-identical.
+        solver_cfg=MJWarpSolverCfg(integrator="implicitfast", njmax=500, nconmax=100, cone="elliptic", impratio=10.0),
         use_cuda_graph=True,  # ignored on CPU (queries run eagerly there)
     )
     isaacsim_physx: PhysxCfg = PhysxCfg(
