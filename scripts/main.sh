@@ -14,8 +14,9 @@
 # and its own GR00T dataset (outputs/<task>_gr00t).
 #
 # Scripted demos are appended to data/demos/scripted_<task>.hdf5 (an existing file is never truncated); on the
-# first run a teleop session is replayed from config/teleop/ into data/demos/teleop_<task>.hdf5; the shipped
-# PPO policy (or RL_CHECKPOINT) appends RL_DEMOS (2) rollouts to data/demos/rl_<task>.hdf5. A demo file of an
+# first run a teleop session is replayed from config/teleop/ into data/demos/teleop_<task>.hdf5; the scene's
+# shipped RL policy (l2/rl/checkpoints/lift_cube_variety or lift_cube_ppo; or RL_CHECKPOINT) appends RL_DEMOS (2)
+# rollouts to data/demos/rl_<task>.hdf5. A demo file of an
 # earlier version (no camera frames; RL demos without the cube's orientation) is moved to data/demos_earlier/,
 # never mixed with new demos. The GR00T dataset is derived from this scene's files in data/demos/ and rewritten.
 set -euo pipefail
@@ -25,8 +26,9 @@ cd "$REPO"
 PY="$REPO/.venv/bin/python"
 case "${SCENE:-variety}" in
   variety) TASK=lift_cube_variety; PRESETS=presets=variety; TRACE=config/teleop/lift_cube_variety_trace.json
-           SCENE_OBS=",distractor_positions" ;;
-  plain)   TASK=lift_cube; PRESETS=; TRACE=config/teleop/lift_cube_trace.json; SCENE_OBS= ;;
+           SCENE_OBS=",distractor_positions"; RL_POLICY="${RL_CHECKPOINT:-l2/rl/checkpoints/lift_cube_variety/model.pt}" ;;
+  plain)   TASK=lift_cube; PRESETS=; TRACE=config/teleop/lift_cube_trace.json; SCENE_OBS=
+           RL_POLICY="${RL_CHECKPOINT:-l2/rl/checkpoints/lift_cube_ppo/model.pt}" ;;
   *) echo "error: SCENE=${SCENE}: choose variety or plain" >&2; exit 2 ;;
 esac
 DEMOS="data/demos/scripted_$TASK.hdf5"
@@ -64,8 +66,8 @@ if [ ! -f "$TELEOP" ]; then
   echo "== 1b/6 collect: a teleop session replayed from the shipped device trace (first run only)"
   "$PY" l2/teleop/run.py --teleop_device replay --trace "$TRACE" --num_demos 1 --output "$TELEOP"
 fi
-echo "== 1c/6 collect: rollout of the PPO policy ${RL_CHECKPOINT:-shipped in l2/rl/checkpoints/lift_cube_ppo}"
-"$PY" l2/rl/rollout.py ${RL_CHECKPOINT:+--checkpoint "$RL_CHECKPOINT"} --num_envs "${RL_DEMOS:-2}" \
+echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
+"$PY" l2/rl/rollout.py --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
   --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
 
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
@@ -81,10 +83,10 @@ echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by
 echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
 
-echo "== 5/6 evaluate in closed loop: the shipped PPO policy (in-process) and the shipped BC policy (robomimic,"
+echo "== 5/6 evaluate in closed loop: the scene's shipped RL policy (in-process) and the shipped BC policy (robomimic,"
 echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
 mkdir -p "$EVAL"
-"$PY" -m l2.evaluate --episodes 16 --num_envs 16 --report "$EVAL/ppo.json" $PRESETS
+"$PY" -m l2.evaluate --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 --report "$EVAL/rl.json" $PRESETS
 RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
 "$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
 server=$!
@@ -102,7 +104,7 @@ echo "main job done in $(( $(date +%s) - start )) s"
 echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*_"$TASK".hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp4' | wc -l) videos)"
 rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["successes"], r["episodes"], sep="/")' "$1"; }
-echo "  closed loop:            PPO $(rate "$EVAL/ppo.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
+echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 echo "  instructions:           $("$PY" -c 'import json, sys; print(len({t for line in open(sys.argv[1]) for t in json.loads(line)["tasks"]}))' "$GR00T/meta/episodes.jsonl") distinct, the episodes' tasks in $GR00T/meta/episodes.jsonl"
 echo "  reports (open in a browser): $REPO/$REPORTS/${TASK}_demos.html, $REPO/$REPORTS/${TASK}_gr00t.html"
 echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --first-frames 8 --output first_frames.png"

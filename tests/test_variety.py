@@ -154,12 +154,14 @@ def test_the_shipped_variety_trace_replays_its_teleop_demo(tmp_path):
 
 @pytest.mark.sim
 def test_rl_rollouts_record_the_distractors_like_the_other_sources(variety_demos, tmp_path):
-    """The PPO policy's input leaves the distractors out; its rollouts still record them (a ``scene`` obs group
-    rsl_rl does not read), so an RL variety demo holds the scripted one's obs terms and lifts the cube it names."""
+    """The RL policy's input leaves the distractors out; its rollouts still record them (a ``scene`` obs group
+    rsl_rl does not read), so an RL variety demo holds the scripted one's obs terms; the shipped variety policy
+    lifts the cube each demo names."""
     out = tmp_path / "rl_lift_cube.hdf5"
+    policy = REPO / "l2" / "rl" / "checkpoints" / "lift_cube_variety" / "model.pt"  # the variety scene's policy
     proc = subprocess.run(
         [sys.executable, "l2/rl/rollout.py", "--num_envs", "2", "--num_demos", "2", "--seed", "3", "--output", str(out)]
-        + ["presets=variety,no_cameras"],
+        + ["--checkpoint", str(policy), "presets=variety,no_cameras"],
         capture_output=True,
         text=True,
         timeout=900,
