@@ -48,6 +48,20 @@ def _lifts_the_named_cube(demo: h5py.Group) -> None:
     assert np.abs(others[:, :, 2] - others[:1, :, 2]).max() < 0.02, f"{demo.name}: a distractor moved up"
 
 
+def _collect_valid(out, *command: str) -> None:
+    """Run a collector (``python *command``) on the variety scene without cameras into ``out``: it must succeed and
+    write a valid file."""
+    proc = subprocess.run(
+        [sys.executable, *command, "--output", str(out), "presets=variety,no_cameras"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert validate_file(out).ok
+
+
 @pytest.fixture(scope="module")
 def variety_demos(tmp_path_factory):
     out = tmp_path_factory.mktemp("variety") / "scripted_lift_cube.hdf5"
@@ -113,16 +127,7 @@ def test_mimic_generates_variety_demos_that_lift_what_they_name(tmp_path):
     made = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(src), "presets=variety,no_cameras")
     assert made.returncode == 0, made.stderr[-2000:]
     out = tmp_path / "mimic_lift_cube.hdf5"
-    proc = subprocess.run(
-        [sys.executable, "-m", "l2.mimic", "--input", str(src), "--num_demos", "3", "--num_envs", "2"]
-        + ["--output", str(out), "presets=variety,no_cameras"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert validate_file(out).ok
+    _collect_valid(out, "-m", "l2.mimic", "--input", str(src), "--num_demos", "3", "--num_envs", "2")
     with h5py.File(out) as f:
         demos = [f["data"][n] for n in sorted(f["data"])]
         assert len(demos) == 3
@@ -159,16 +164,7 @@ def test_rl_rollouts_record_the_distractors_like_the_other_sources(variety_demos
     lifts the cube each demo names."""
     out = tmp_path / "rl_lift_cube.hdf5"
     policy = REPO / "l2" / "rl" / "checkpoints" / "lift_cube_variety" / "model.pt"  # the variety scene's policy
-    proc = subprocess.run(
-        [sys.executable, "l2/rl/rollout.py", "--num_envs", "2", "--num_demos", "2", "--seed", "3", "--output", str(out)]
-        + ["--checkpoint", str(policy), "presets=variety,no_cameras"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert validate_file(out).ok
+    _collect_valid(out, "l2/rl/rollout.py", "--checkpoint", str(policy), "--num_envs", "2", "--num_demos", "2")
     with h5py.File(out) as rl, h5py.File(variety_demos) as scripted:
         state = {k for k in scripted["data/demo_0/obs"] if k not in ("table_cam", "wrist_cam")}
         for name in ("demo_0", "demo_1"):
