@@ -181,10 +181,9 @@ class ReplayDevice(DeviceBase):
         return torch.tensor(command, dtype=torch.float32, device=self._sim_device)
 
 
-CAMERA_PRESETS = ("no_cameras",)
-
-
 def scene_presets(overrides: Sequence[str]) -> list[str]:
-    """The ``presets=`` names in ``overrides`` that a trace keeps (all but the camera presets)."""
+    """The ``presets=`` names in ``overrides`` that a trace keeps (all but the camera preset)."""
+    from l2.lift.camera_cfg import NO_CAMERAS
+
     names = [n for o in overrides if o.startswith("presets=") for n in o.split("=", 1)[1].split(",") if n]
-    return [n for n in dict.fromkeys(names) if n not in CAMERA_PRESETS]
+    return [n for n in dict.fromkeys(names) if n != NO_CAMERAS]
