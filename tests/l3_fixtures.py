@@ -95,7 +95,9 @@ def write_l2(
             g.create_dataset(schema.ACTIONS, data=d["actions"], **storage)
             obs = g.create_group(schema.OBS)
             for k, v in d["obs"].items():
-                obs.create_dataset(k, data=v, **storage)
+                # the recorder writes camera frames one chunk per frame (l2/recording/camera_frames.py)
+                chunks = {"chunks": (1, *v.shape[1:])} if storage and v.ndim == 4 else {}
+                obs.create_dataset(k, data=v, **storage, **chunks)
     return path
 
 
