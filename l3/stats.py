@@ -227,34 +227,33 @@ def episode_feature_stats(x: np.ndarray) -> dict:
 class PixelStats:
     """Per-channel pixel statistics of a video, values scaled to [0, 1], shape (3, 1, 1) like LeRobot.
 
-    Frames are subsampled spatially to about 10k pixels each to keep the cost small.
+    Frames are subsampled spatially to about 10k pixels each to keep the cost small; the sampled pixels are
+    counted per channel and value (a 3 x 256 histogram), from which the sums, minimum and maximum are exact.
     """
 
+    _OFFSET = np.arange(3, dtype=np.uint16) * 256  # channel c's values count in bins c*256 .. c*256+255
+
     def __init__(self) -> None:
-        self.n = 0
-        self.sum = np.zeros(3)
-        self.sumsq = np.zeros(3)
-        self.min = np.full(3, 255)
-        self.max = np.zeros(3, dtype=np.int64)
+        self.counts = np.zeros((3, 256), dtype=np.int64)
 
     def add(self, frames: np.ndarray) -> None:
         """Account for a (n, H, W, 3) uint8 chunk."""
         h, w = frames.shape[1:3]
         step = max(1, int((h * w / 10000) ** 0.5))
-        px = frames[:, ::step, ::step].reshape(-1, 3).astype(np.int64)
-        self.n += len(px)
-        self.sum += px.sum(axis=0)
-        self.sumsq += (px * px).sum(axis=0)
-        self.min = np.minimum(self.min, px.min(axis=0))
-        self.max = np.maximum(self.max, px.max(axis=0))
+        binned = frames[:, ::step, ::step] + self._OFFSET
+        self.counts += np.bincount(binned.ravel(), minlength=3 * 256).reshape(3, 256)
 
     def to_json(self, frames: int) -> dict:
-        mean = self.sum / self.n
-        std = np.sqrt(np.maximum(self.sumsq / self.n - mean * mean, 0.0))
+        values = np.arange(256, dtype=np.int64)
+        n = self.counts[0].sum()
+        mean = (self.counts @ values).astype(np.float64) / n
+        std = np.sqrt(np.maximum((self.counts @ (values * values)).astype(np.float64) / n - mean * mean, 0.0))
+        seen = self.counts > 0
+        low, high = seen.argmax(axis=1), 255 - seen[:, ::-1].argmax(axis=1)
         shape = lambda v: [[[float(c)]] for c in v]  # noqa: E731
         return {
-            "min": shape(self.min / 255.0),
-            "max": shape(self.max / 255.0),
+            "min": shape(low / 255.0),
+            "max": shape(high / 255.0),
             "mean": shape(mean / 255.0),
             "std": shape(std / 255.0),
             "count": [frames],
