@@ -42,7 +42,7 @@ from l3.layout import META, Layout
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names
 from l3.output import SourceCount, Summary, replace_output
 from l3.readers.common import EpisodeRef
-from l3.writer import EpisodeJob, EpisodeResult, MetaWriter, write_episode
+from l3.writer import BackgroundWrites, EpisodeJob, EpisodeResult, MetaWriter, write_episode
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
 
@@ -128,7 +128,7 @@ def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     """Read, check and write one episode under its job's numbers (its files are removed again if it is bad)."""
     ref, job = item
     ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0])
-    return write_episode(_W["root"], _W["layout"], ep, job)
+    return write_episode(_W["root"], _W["layout"], ep, job, _W.get("writes"))
 
 
 def _run(
@@ -334,9 +334,11 @@ def convert(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     meta = None
+    # in this process, parquet files are written on a thread of their own while the next episode is read
+    writes = BackgroundWrites() if workers <= 1 and engine == "local" else None
     try:
         meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
-        state["root"] = tmp
+        state["root"], state["writes"] = tmp, writes
         for r in _run(
             _convert_one,
             list(zip(episodes, meta.jobs, strict=True)),
@@ -353,8 +355,10 @@ def convert(
             c.frames += r.length
             if not r.success:
                 c.failed_kept += 1
-            summary.nbytes += r.nbytes
             summary.video_frames += r.video_frames
+        if writes is not None:
+            writes.drain()
+            writes.close()
         meta.finish()
         violations = l3_validate.validate(tmp, deep=False)
         if violations:
@@ -364,13 +368,15 @@ def convert(
     except BaseException as exc:
         atomic.note_free_space(exc, tmp)
         try:
+            if writes is not None:
+                writes.close()  # before the folder goes: no parquet may appear in it afterwards
             if meta is not None:
                 meta.abort()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     summary.episodes, summary.frames = meta.episodes, meta.frames
-    summary.nbytes += sum(p.stat().st_size for p in (output / META).iterdir())
+    summary.count_bytes()
     summary.seconds = time.perf_counter() - t0
     return summary
 

@@ -35,6 +35,10 @@ class Summary:
     skipped: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
 
+    def count_bytes(self) -> None:
+        """``nbytes``: the size of every file of the written dataset at ``output``."""
+        self.nbytes = sum(p.stat().st_size for p in self.output.rglob("*") if p.is_file())
+
     def table(self) -> str:
         head = ("source", "files", "episodes", "kept", "failed dropped", "failed kept", "bad skipped", "frames")
         rows = [

@@ -244,7 +244,7 @@ def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[
     finally:
         _remove(stage, _old(stage), _new(stage), _fields(stage))
     summary.output = output
-    summary.nbytes = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
+    summary.count_bytes()
     summary.seconds += time.perf_counter() - t0
     log(f"LeRobot v3.0: lerobot {seen['lerobot']}'s converter and checks took {time.perf_counter() - t0:.1f} s")
     return summary

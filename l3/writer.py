@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,6 @@ class EpisodeResult:
     floats: dict[str, np.ndarray]
     moments: dict[str, st.Moments]
     """Moments of ``floats`` (merged into the dataset statistics)."""
-    nbytes: int
     video_frames: int
 
 
@@ -158,8 +159,8 @@ def episode_table(layout: Layout, state: np.ndarray, action: np.ndarray, job: Ep
     return pa.Table.from_arrays([cols[c] for c in layout.columns], names=list(layout.columns))
 
 
-def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
-    """Write one episode's parquet; return its size in bytes."""
+def write_table(path: Path, layout: Layout, table: pa.Table) -> None:
+    """Write one episode's parquet."""
     options = _cached(("options", *layout.columns), lambda: _parquet_options(layout))
     try:
         sink = pa.OSFile(str(path), "wb")  # a plain file sink: cheaper than pq's filesystem layer
@@ -168,7 +169,38 @@ def write_table(path: Path, layout: Layout, table: pa.Table) -> int:
         sink = pa.OSFile(str(path), "wb")
     with sink:
         pq.write_table(table, sink, **options)
-        return sink.tell()
+
+
+class BackgroundWrites:
+    """Parquet files written by one thread of their own, in order, while the caller reads the next episode:
+    pyarrow releases the GIL while it encodes and writes, so a single converter process keeps two cores busy.
+    At most ``depth`` writes wait; :meth:`drain` waits for all of them and raises the first error."""
+
+    def __init__(self, depth: int = 2) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="l3-parquet")
+        self._pending: deque[Future] = deque()
+        self._depth = depth
+
+    def submit(
+        self, path: Path, layout: Layout, state: np.ndarray, action: np.ndarray, job: EpisodeJob, success: bool
+    ) -> None:
+        """Build the episode's table and write it (in the background)."""
+        while len(self._pending) >= self._depth:
+            self._pending.popleft().result()
+        self._pending.append(
+            self._pool.submit(lambda: write_table(path, layout, episode_table(layout, state, action, job, success)))
+        )
+
+    def drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def close(self) -> None:
+        """Stop: writes not started are dropped, a running one is waited for (no file appears after this)."""
+        for f in self._pending:
+            f.cancel()
+        self._pending.clear()
+        self._pool.shutdown(wait=True)
 
 
 def _fixed_stats(T: int, fps: int, success: bool) -> dict:
@@ -192,18 +224,24 @@ def episode_paths(root: Path, layout: Layout, index: int) -> list[Path]:
     return [root / layout.data_path(index), *(root / layout.video_path(index, c.key) for c in layout.mapping.cameras)]
 
 
-def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> EpisodeResult:
+def write_episode(
+    root: Path, layout: Layout, ep: Episode, job: EpisodeJob, writes: BackgroundWrites | None = None
+) -> EpisodeResult:
     """Write one episode's parquet and videos under ``root`` with ``job``'s numbers; return its stats.
 
-    If anything fails (an unreadable camera frame raises InputError while encoding), the files of
-    this episode are removed before the exception propagates.
+    With ``writes`` the parquet is handed to that background writer (the caller drains it). If anything
+    fails (an unreadable camera frame raises InputError while encoding), the files of this episode are
+    removed before the exception propagates.
     """
     T, i, fps = ep.length, job.index, layout.fps
     m = layout.mapping
     try:
         state = np.concatenate([ep.state[s.key] for s in m.state], axis=1, dtype=np.float32)
         action = np.concatenate([ep.action[s.key] for s in m.action], axis=1, dtype=np.float32)
-        nbytes = write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
+        if writes is None:
+            write_table(root / layout.data_path(i), layout, episode_table(layout, state, action, job, ep.success))
+        else:
+            writes.submit(root / layout.data_path(i), layout, state, action, job, ep.success)
 
         both = st.Moments.of(np.concatenate([state, action], axis=1))  # one pass over both features
         ds = state.shape[1]
@@ -222,7 +260,6 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
             if n != T:
                 raise ValueError(f"camera {cam.key}: encoded {n} frames for {T} rows")
             stats[lay.video_key(cam.key)] = pix.to_json(n)
-            nbytes += vpath.stat().st_size
             video_frames += n
     except BaseException:
         for p in episode_paths(root, layout, i):
@@ -230,7 +267,7 @@ def write_episode(root: Path, layout: Layout, ep: Episode, job: EpisodeJob) -> E
         raise
     fields = {"source": ep.source, "success": bool(ep.success), **ep.fields}
     return EpisodeResult(
-        T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments, nbytes, video_frames
+        T, job, bool(ep.success), fields, stats, {lay.STATE: state, lay.ACTION: action}, moments, video_frames
     )
 
 
