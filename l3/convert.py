@@ -32,16 +32,16 @@ if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo im
 from tqdm import tqdm
 
 from l2.format import atomic
-from l2.format.hdf5_guard import read_through_all
+from l2.format.hdf5_guard import check_ahead, read_through_all
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l3 import inputs as l3_inputs
 from l3 import v30
 from l3 import validate as l3_validate
 from l3.errors import ConfigError, InputError, OutputInvalid, UsageError
-from l3.layout import META, Layout
+from l3.layout import Layout
 from l3.mapping import Mapping, dump_mapping, load_mapping, with_names
 from l3.output import SourceCount, Summary, replace_output
-from l3.readers.common import EpisodeRef
+from l3.readers.common import EpisodeRef, check_read_through
 from l3.writer import BackgroundWrites, EpisodeJob, EpisodeResult, MetaWriter, write_episode
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -255,7 +255,11 @@ def convert(
     low_score = 0
     other_sources: dict[str, int] = {}  # source tag -> episodes left out by --sources
     files = resolve_inputs(inputs)
-    read_through_all(files)  # each file's HDF5 read-through check (l2.format.hdf5_guard), on every core at once
+    # Each file's HDF5 read-through check (l2.format.hdf5_guard), on every core at once. Converting in this
+    # process, each part of a file waits only for its own check, and the checks go on beside the conversion;
+    # worker processes and --skip-bad need every file checked whole first.
+    ahead = workers <= 1 and engine == "local" and not skip_bad
+    (check_ahead if ahead else read_through_all)(files)
     for file in files:
         try:
             inp = l3_inputs.Input(file, input_format)
@@ -359,6 +363,9 @@ def convert(
         if writes is not None:
             writes.drain()
             writes.close()
+        if ahead:
+            for file in files:  # a file is refused whole, as if checked before the scan: parts left unread too
+                check_read_through(file)
         meta.finish()
         violations = l3_validate.validate(tmp, deep=False)
         if violations:

@@ -44,13 +44,14 @@ class Input:
 
     def __init__(self, file: str, forced: str | None = None):
         self.file, self._h5 = file, None
-        if not (file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file)):
-            check_read_through(file)
+        archive = file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file)
+        if not archive:
+            check_read_through(file, part="/")  # the L2 reader waits for each demo's part before it reads it
         if forced is not None:
             if forced not in READERS:
                 raise ConfigError(f"unknown input format {forced!r} (one of {', '.join(FORMATS)})")
             self.reader = READERS[forced]
-        elif file.lower().endswith(ARCHIVE_SUFFIXES) and platform_hdf5.is_archive(file):
+        elif archive:
             self.reader = platform_hdf5.READER
         else:
             self._h5 = open_hdf5(file)
@@ -59,6 +60,8 @@ class Input:
             except BaseException:
                 self.close()
                 raise
+        if not archive and self.reader is not l2_hdf5.READER:
+            check_read_through(file)  # the other readers read anywhere in the file: all of it first
 
     def _detect(self, f: h5py.File) -> Reader:
         with reading(self.file, "/", "cannot read the HDF5 structure, truncated or corrupt?"):

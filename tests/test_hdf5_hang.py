@@ -76,20 +76,54 @@ def test_converter_refuses_in_one_line(archive, tmp_path, monkeypatch, capsys):
 
 def test_files_checked_ahead_together(tmp_path, monkeypatch, capsys):
     """``read_through_all`` checks several files at once (one child each); each file's ``read_through`` then answers
-    from that check once, and the validator names only the looping file."""
+    from that check, and the validator names only the looping file."""
     from l2.format import hdf5_guard
 
     monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
     good = str(make_l2_file(tmp_path / "scripted_a.hdf5", 2))
     bad = str(zero_global_heap(make_l2_file(tmp_path / "scripted_b.hdf5", 2)))
     hdf5_guard.read_through_all([good, bad, str(tmp_path / "missing.hdf5")])
-    assert len(hdf5_guard._CHECKED) == 2
+    assert hdf5_guard.checked_ahead(good) and hdf5_guard.checked_ahead(bad)
     calls = []
     monkeypatch.setattr(hdf5_guard._HELPER, "check", lambda *a: calls.append(a) or [0])
     assert read_through(bad) is not None and read_through(good) is None and not calls  # answered from the batch
-    assert read_through(good) is None and len(calls) == 1  # each answer is used once
+    Path(good).touch()  # changed since: checked again
+    assert read_through(good) is None and len(calls) == 1
     monkeypatch.undo()
     monkeypatch.setenv(TIMEOUT_ENV, TIMEOUT)
     assert validate.main([good, bad]) == 1
     out = capsys.readouterr().out
     assert f"{bad}:/: the HDF5 library did not finish reading" in out and f"{good}:/" not in out, out
+
+
+def _loops_in_demo_1(path: Path) -> Path:
+    """An L2 file whose only global heap holds a string dataset of demo_1, zeroed: reading demo_1 through loops."""
+    import h5py
+    import numpy as np
+
+    make_l2_file(path, 3)
+    with h5py.File(path, "r+") as f:
+        data = f["data"]
+        data.attrs["env_args"] = np.bytes_(data.attrs["env_args"])  # fixed-length: out of the global heap
+        data["demo_1"].create_dataset("notes", data=["a note"], dtype=h5py.string_dtype())
+    return zero_global_heap(path)
+
+
+def test_a_file_checked_ahead_is_answered_part_by_part(tmp_path, monkeypatch, capsys):
+    """The converter reads a demo as soon as the check has read that demo through: the parts before a looping
+    demo are answered at once, the looping one after the time limit, and the file is still refused whole."""
+    from l2.format import hdf5_guard
+
+    bad = str(_loops_in_demo_1(tmp_path / "scripted_a.hdf5"))
+    hdf5_guard.check_ahead([bad], timeout=5)
+    assert read_through(bad, part="/") is None and read_through(bad, part="demo_0") is None
+    assert "did not finish reading" in read_through(bad, part="demo_1")
+    assert "did not finish reading" in read_through(bad)
+
+    monkeypatch.setenv(TIMEOUT_ENV, "5")
+    out = tmp_path / "out" / "ds"
+    # demo_0 alone is all it converts, yet the file is refused, as when it was checked whole before the scan
+    assert convert([bad, "--max-episodes", "1", "-o", str(out), "-q"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}:/: the HDF5 library did not finish"), lines
+    assert not out.exists() and not list(out.parent.iterdir())

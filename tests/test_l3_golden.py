@@ -30,7 +30,9 @@ def _inputs(d: Path) -> list[str]:
     rng = np.random.default_rng(2025)
     files = []
     for k, (source, lengths) in enumerate((("scripted", (30, 41, 37)), ("rl", (70, 25)))):
-        demos = [make_demo(rng, n, camera=True, success=(k, i) != (0, 1), seed=k * 10 + i) for i, n in enumerate(lengths)]
+        demos = [
+            make_demo(rng, n, camera=True, success=(k, i) != (0, 1), seed=k * 10 + i) for i, n in enumerate(lengths)
+        ]
         files.append(str(write_l2(d / f"{source}_lift_cube.hdf5", demos, storage=ISAACLAB_STORAGE)))
     return files
 

@@ -20,10 +20,12 @@ import contextlib
 import io
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 import h5py
 import numpy as np
@@ -56,30 +58,93 @@ def _read_vlen(did) -> None:
         ds[i : i + _ROWS]
 
 
-def walk_metadata(src: str | bytes) -> None:
+def _demo_number(name: bytes) -> int | None:
+    """``i`` of a ``demo_<i>`` name, else None."""
+    return int(name[5:]) if name.startswith(b"demo_") and name[5:].isdigit() else None
+
+
+def _walk(loc, name: bytes, num_attrs: int, dataset: bool) -> None:
+    """Read one object's attributes, and its values if it is a variable-length dataset."""
+    try:
+        if num_attrs or dataset:
+            oid = h5py.h5o.open(loc, name)
+            if num_attrs:
+                _read_attrs(oid)
+            if dataset and oid.get_type().dtype.hasobject:
+                _read_vlen(oid)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _walk_below(loc) -> None:
+    """Walk every object below ``loc`` (a group's id; the group itself included)."""
+
+    def visit(name: bytes, info) -> None:
+        _walk(loc, name, info.num_attrs, info.type == h5py.h5o.TYPE_DATASET)
+
+    with contextlib.suppress(Exception):
+        h5py.h5o.visit(loc, visit, info=True)
+
+
+def _open(loc, name: bytes):
+    """The object ``name`` below ``loc``, or None when it cannot be opened."""
+    try:
+        return h5py.h5o.open(loc, name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _hard_links(gid) -> list[bytes]:
+    """The names of a group's hard links (soft links lead to objects walked where their hard link is; external
+    links lead out of the file, and h5py's own visit does not follow them either)."""
+    names: list[bytes] = []
+    with contextlib.suppress(Exception):
+        gid.links.iterate(names.append)
+    hard = []
+    for name in names:
+        with contextlib.suppress(Exception):
+            if gid.links.get_info(name).type == h5py.h5l.TYPE_HARD:
+                hard.append(name)
+    return hard
+
+
+def walk_metadata(src: str | bytes, progress: Callable[[bytes], None] | None = None) -> None:
     """Open ``src`` (a path or a whole file's bytes) and read every attribute and variable-length dataset;
-    errors raised are ignored, object by object (a hang or a crash is what this is run for)."""
+    errors raised are ignored, object by object (a hang or a crash is what this is run for).
+
+    With ``progress``, what lies below the ``/data/demo_<i>`` groups is walked last, demo by demo in numeric
+    order: ``progress(b"/")`` once everything else is read through (the demo groups' own attributes included),
+    then ``progress(b"demo_<i>")`` after each demo.
+    """
     try:
         f = h5py.File(src if isinstance(src, str) else io.BytesIO(src), "r")
     except Exception:  # noqa: BLE001
         return
     with f:
         fid = f.id
-        _read_attrs(h5py.h5o.open(fid, b"/"))
-
-        def visit(name: bytes, info) -> None:
-            try:
-                if info.num_attrs or info.type == h5py.h5o.TYPE_DATASET:
-                    oid = h5py.h5o.open(fid, name)
-                    if info.num_attrs:
-                        _read_attrs(oid)
-                    if info.type == h5py.h5o.TYPE_DATASET and oid.get_type().dtype.hasobject:
-                        _read_vlen(oid)
-            except Exception:  # noqa: BLE001
-                pass
-
-        with contextlib.suppress(Exception):
-            h5py.h5o.visit(fid, visit, info=True)
+        if progress is None:
+            _walk_below(fid)
+            return
+        _walk(fid, b".", 1, False)
+        demos: list[tuple[bytes, object]] = []
+        for name in _hard_links(fid):
+            oid = _open(fid, name)
+            if name != b"data" or not isinstance(oid, h5py.h5g.GroupID):
+                if oid is not None:
+                    _walk_below(oid)
+                continue
+            _walk(oid, b".", 1, False)
+            for demo in _hard_links(oid):
+                gid = _open(oid, demo)
+                if _demo_number(demo) is not None and isinstance(gid, h5py.h5g.GroupID):
+                    _walk(gid, b".", 1, False)
+                    demos.append((demo, gid))
+                elif gid is not None:
+                    _walk_below(gid)
+        progress(b"/")
+        for demo, gid in sorted(demos, key=lambda d: _demo_number(d[0])):
+            _walk_below(gid)
+            progress(demo)
 
 
 # --------------------------------------------------------------------------------------------- helper
@@ -90,26 +155,39 @@ def _jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _walk_in_child(src: str | bytes, timeout: float) -> int:
-    """Fork a child that walks ``src`` under an alarm (SIGALRM's default action ends even a loop in C)."""
+def _walk_in_child(src: str | bytes, timeout: float, progress: int | None = None) -> int:
+    """Fork a child that walks ``src`` under an alarm (SIGALRM's default action ends even a loop in C); with
+    ``progress`` (a pipe's write end) it reports its progress there, one line per part."""
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(max(1, math.ceil(timeout)))
-        walk_metadata(src)
+        walk_metadata(src, None if progress is None else lambda part: os.write(progress, part + b"\n"))
         os._exit(0)
     return pid
 
 
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return _HANG if code == -signal.SIGALRM else code
+
+
 def _serve() -> None:
-    """The helper: per request ``<path|paths|bytes> <size> <timeout>\n<payload>`` on stdin (``paths``: NUL-separated),
-    walk each source in a child of its own, as many at once as there are cores; reply their exit codes on one line,
-    in order."""
+    """The helper: per request ``<path|paths|bytes|ahead> <size> <timeout>\\n<payload>`` on stdin (``paths`` and
+    ``ahead``: NUL-separated), walk each source in a child of its own, as many at once as there are cores.
+
+    ``path``, ``paths``, ``bytes``: reply the children's exit codes on one line, in order. ``ahead``: reply as it goes,
+    ``p <i> <part>`` when source i's child has read a part through (see :func:`walk_metadata`), ``x <i> <code>`` when
+    it ended, and ``end`` after the last one.
+    """
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while header := inp.readline():
         kind, size, timeout = header.split()
         payload = inp.read(int(size))
         sources = [payload] if kind == b"bytes" else [os.fsdecode(p) for p in payload.split(b"\0")]
+        if kind == b"ahead":
+            _serve_ahead(sources, float(timeout), out)
+            continue
         codes: list[int] = [0] * len(sources)
         running: dict[int, int] = {}
         pending = iter(enumerate(sources))
@@ -120,16 +198,71 @@ def _serve() -> None:
                 break
             pid, status = os.wait()
             if pid in running:
-                code = os.waitstatus_to_exitcode(status)
-                codes[running.pop(pid)] = _HANG if code == -signal.SIGALRM else code
+                codes[running.pop(pid)] = _exit_code(status)
         out.write(b" ".join(b"%d" % c for c in codes) + b"\n")
         out.flush()
+
+
+def _serve_ahead(sources: list[str], timeout: float, out) -> None:
+    running: dict[int, tuple[int, int, bytearray]] = {}  # progress pipe's read end -> (source, child pid, partial line)
+    pending = iter(enumerate(sources))
+    while True:
+        while len(running) < _jobs() and (item := next(pending, None)) is not None:
+            r, w = os.pipe()
+            pid = _walk_in_child(item[1], timeout, progress=w)
+            os.close(w)  # the child's copy is the only one left: end of file when it ends
+            running[r] = (item[0], pid, bytearray())
+        if not running:
+            break
+        for fd in select.select(list(running), [], [])[0]:
+            i, pid, partial = running[fd]
+            chunk = os.read(fd, 65536)
+            if chunk:
+                *parts, rest = (partial + chunk).split(b"\n")
+                out.write(b"".join(b"p %d %s\n" % (i, part) for part in parts))
+                running[fd] = (i, pid, bytearray(rest))
+            else:
+                os.close(fd)
+                del running[fd]
+                out.write(b"x %d %d\n" % (i, _exit_code(os.waitpid(pid, 0)[1])))
+            out.flush()
+    out.write(b"end\n")
+    out.flush()
+
+
+_LOST = -1000
+"""A file's code when the helper went away before its child ended (the file is then checked again, on its own)."""
+
+
+class _Ahead:
+    """What the helper has said so far about the files of one ``ahead`` request."""
+
+    def __init__(self, keys: list[tuple]) -> None:
+        self.index = {key: i for i, key in enumerate(keys)}
+        self.parts: list[set[str]] = [set() for _ in keys]
+        self.codes: list[int | None] = [None] * len(keys)
+        self.open = True
 
 
 class _Helper:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
+        self.ahead: _Ahead | None = None
+
+    def _start(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": _path()},
+            )
+
+    def _stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
 
     def check(self, src: str | bytes | list[str], timeout: float) -> list[int]:
         """Exit codes of the children that walked ``src`` (a path, several paths, or a file's bytes)."""
@@ -139,14 +272,9 @@ class _Helper:
             kind, payload = (b"path", os.fsencode(src)) if isinstance(src, str) else (b"bytes", src)
         header = b"%s %d %f\n" % (kind, len(payload), timeout)
         with self.lock:
+            self._finish_ahead()
             for attempt in (0, 1):  # a helper that died (killed, out of memory) is started once more
-                if self.proc is None or self.proc.poll() is not None:
-                    self.proc = subprocess.Popen(
-                        [sys.executable, "-m", __name__],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        env={**os.environ, "PYTHONPATH": _path()},
-                    )
+                self._start()
                 try:
                     self.proc.stdin.write(header + payload)
                     self.proc.stdin.flush()
@@ -155,19 +283,70 @@ class _Helper:
                     reply = b""
                 if reply:
                     return [int(c) for c in reply.split()]
-                self.proc.kill()
-                self.proc.wait()
-                self.proc = None
+                self._stop()
                 if attempt:
                     raise RuntimeError("the HDF5 read-through helper (python -m l2.format.hdf5_guard) did not start")
         raise AssertionError("unreachable")
 
+    def check_ahead(self, keyed: dict[tuple, str], timeout: float) -> None:
+        """Start walking the files ``keyed`` (by :func:`_key`); :meth:`wait` collects the answers."""
+        payload = b"\0".join(os.fsencode(p) for p in keyed.values())
+        with self.lock:
+            self._finish_ahead()
+            self.ahead = _Ahead(list(keyed))
+            self._start()
+            try:
+                self.proc.stdin.write(b"ahead %d %f\n" % (len(payload), timeout) + payload)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self._lost()
+
+    def wait(self, key: tuple, part: str | None) -> int | None:
+        """The exit code of ``key``'s child once it ended, or None as soon as it has read ``part`` through (with
+        ``part`` None: once it ended). ``key`` must be in the current :attr:`ahead`."""
+        with self.lock:
+            ahead = self.ahead
+            i = ahead.index[key]
+            while ahead.codes[i] is None and (part is None or part not in ahead.parts[i]):
+                self._read_ahead()
+            return ahead.codes[i]
+
+    def _read_ahead(self) -> None:
+        try:
+            line = self.proc.stdout.readline() if self.proc is not None else b""
+        except OSError:
+            line = b""
+        if not line:
+            self._lost()
+            return
+        kind, *rest = line.split()
+        if kind == b"p":
+            self.ahead.parts[int(rest[0])].add(rest[1].decode())
+        elif kind == b"x":
+            self.ahead.codes[int(rest[0])] = int(rest[1])
+        else:  # b"end"
+            self.ahead.open = False
+
+    def _lost(self) -> None:
+        self.ahead.codes = [_LOST if c is None else c for c in self.ahead.codes]
+        self.ahead.open = False
+        if self.proc is not None:
+            self._stop()
+
+    def _finish_ahead(self) -> None:
+        """Read the current ``ahead`` request's answers to its end (the helper serves one request at a time)."""
+        while self.ahead is not None and self.ahead.open:
+            self._read_ahead()
+
     def close(self) -> None:
         if self.proc is not None:
-            self.proc.stdin.close()  # end of requests: the helper exits
-            self.proc.wait()
-            self.proc.stdout.close()
-            self.proc = None
+            with self.lock:
+                self._finish_ahead()
+            if self.proc is not None:
+                self.proc.stdin.close()  # end of requests: the helper exits
+                self.proc.wait()
+                self.proc.stdout.close()
+                self.proc = None
 
 
 def _path() -> str:
@@ -178,8 +357,6 @@ def _path() -> str:
 
 _HELPER = _Helper()
 atexit.register(_HELPER.close)
-_CHECKED: dict[tuple, int] = {}
-"""Exit codes of files checked ahead by :func:`read_through_all`, by (path, inode, size, mtime): each is used once."""
 
 
 def _key(path: str) -> tuple | None:
@@ -205,27 +382,43 @@ def _problem(code: int, timeout: float) -> str | None:
     return None
 
 
-def read_through(src: str | bytes, timeout: float | None = None) -> str | None:
+def checked_ahead(path: str) -> bool:
+    """Whether ``path``, unchanged, is among the files of the last :func:`check_ahead`."""
+    ahead = _HELPER.ahead
+    return ahead is not None and _key(path) in ahead.index
+
+
+def read_through(src: str | bytes, timeout: float | None = None, part: str | None = None) -> str | None:
     """Read ``src`` (a path, or a whole file's bytes) through in a child process.
 
     Returns None when the child finished, else why it did not (a hang past ``timeout`` seconds, default
     ``$L2L3_HDF5_READ_TIMEOUT`` or 60, or a crash), as a message to report at the file's root. A path that
-    :func:`read_through_all` checked ahead, unchanged since, is answered from that check.
+    :func:`check_ahead` is checking, unchanged since, is answered from that check: the whole file, or with
+    ``part`` as soon as that part is read through: ``"/"`` for everything but the datasets of the
+    ``/data/demo_<i>`` groups, ``"demo_<i>"`` for that demo's datasets too (a file outside the check is
+    read through whole whatever ``part`` says).
     """
     timeout = _timeout(timeout)
-    if isinstance(src, str) and (key := _key(src)) in _CHECKED:
-        return _problem(_CHECKED.pop(key), timeout)
+    if isinstance(src, str) and checked_ahead(src):
+        code = _HELPER.wait(_key(src), part)
+        if code != _LOST:
+            return None if code is None else _problem(code, timeout)
     return _problem(_HELPER.check(src, timeout)[0], timeout)
 
 
-def read_through_all(paths: list[str], timeout: float | None = None) -> None:
-    """Check the regular files among ``paths`` ahead, one child each, as many at once as there are cores; the
-    :func:`read_through` of each then answers at once. Reading is what a check costs, and the cores share it."""
-    _CHECKED.clear()
+def check_ahead(paths: list[str], timeout: float | None = None) -> None:
+    """Start checking the regular files among ``paths`` in the background, one child each, as many at once as
+    there are cores, and return: each file's :func:`read_through` then waits for its answer (or only for the part
+    it names). Reading is what a check costs, and the cores share it with the caller's own work."""
     keyed = {key: path for path in paths if os.path.isfile(path) and (key := _key(path)) is not None}
-    if len(keyed) > 1:
-        for key, code in zip(keyed, _HELPER.check(list(keyed.values()), _timeout(timeout)), strict=True):
-            _CHECKED[key] = code
+    _HELPER.check_ahead(keyed, _timeout(timeout))
+
+
+def read_through_all(paths: list[str], timeout: float | None = None) -> None:
+    """:func:`check_ahead`, then wait until every file is checked."""
+    check_ahead(paths, timeout)
+    with _HELPER.lock:
+        _HELPER._finish_ahead()
 
 
 if __name__ == "__main__":

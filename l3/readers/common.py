@@ -15,7 +15,7 @@ from typing import ClassVar, Protocol
 import h5py
 import numpy as np
 
-from l2.format.hdf5_guard import read_through
+from l2.format.hdf5_guard import checked_ahead, read_through
 from l2.format.l2file import READ_ERRORS
 from l3.episode import Episode
 from l3.errors import InputError
@@ -238,14 +238,22 @@ def read_float(
     return a
 
 
-def check_read_through(file: str, data: bytes | None = None) -> None:
+def check_read_through(file: str, data: bytes | None = None, part: str | None = None) -> None:
     """Raise an InputError at ``/`` if the HDF5 library hangs or crashes reading ``file`` (or its bytes
-    ``data``) through; see :mod:`l2.format.hdf5_guard`. Missing or unopenable files pass: :func:`open_hdf5` says why."""
+    ``data``) through; see :mod:`l2.format.hdf5_guard` (``part``: of a file checked ahead, only that part need
+    be read through yet). Missing or unopenable files pass: :func:`open_hdf5` says why."""
     if data is None and not os.path.isfile(file):
         return
-    problem = read_through(file if data is None else data)
+    problem = read_through(file if data is None else data, part=part)
     if problem is not None:
         raise InputError(file, "/", problem)
+
+
+def check_demo_read_through(file: str, demo: str) -> None:
+    """Before reading below an L2 demo's group: wait until the check ahead of ``file`` has read that demo through
+    (raise if it failed). A file that this process does not check ahead was read through whole before its scan."""
+    if checked_ahead(file):
+        check_read_through(file, part=demo)
 
 
 def open_hdf5(file: str, opener: Callable[[], h5py.File] | None = None) -> h5py.File:

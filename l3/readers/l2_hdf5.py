@@ -30,6 +30,7 @@ from l3.readers.common import (
     OneFileCache,
     Terms,
     attr_text,
+    check_demo_read_through,
     check_name,
     open_hdf5,
     read_all_frames,
@@ -251,6 +252,7 @@ class L2Reader:
             if isinstance(obj, h5py.Dataset):
                 out[name] = (tuple(obj.shape), obj.dtype.name)
 
+        check_demo_read_through(ref.file, ref.demo)
         with self._cached(ref.file) as f:
             f[ref.group].visititems(visit)
         return out, {}
@@ -328,6 +330,7 @@ class L2Reader:
         per-row checks (finite values, every term's length, the L2 schema rules).
         """
         file, T = ref.file, ref.length
+        check_demo_read_through(file, ref.demo)
         with self._cached(file) as f, reading(file, ref.group):
             try:
                 g = h5py.Group(h5py.h5g.open(f.id, ref.group.encode()))
