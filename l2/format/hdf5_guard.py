@@ -11,6 +11,11 @@ naming the HDF5 path.
 The children are forked by one helper process per program (``python -m l2.format.hdf5_guard``, started on
 first use, single-threaded, with h5py imported): a check costs a fork, not an interpreter start, and
 works from any caller (threads, daemonic pool workers, scripts without a ``__main__`` guard).
+
+:func:`check_ahead` starts the checks of many files and returns; each file's :func:`read_through` then waits
+for its answer. The children of such a check report their progress part by part: everything but what lies
+below the ``/data/demo_<i>`` groups first, then demo by demo, so an L2 reader may read a demo as soon as that
+demo is read through (``read_through(path, part="demo_<i>")``) while the check goes on beside it.
 """
 
 from __future__ import annotations
@@ -237,7 +242,8 @@ _LOST = -1000
 class _Ahead:
     """What the helper has said so far about the files of one ``ahead`` request."""
 
-    def __init__(self, keys: list[tuple]) -> None:
+    def __init__(self, keys: list[tuple], timeout: float) -> None:
+        self.timeout = timeout
         self.index = {key: i for i, key in enumerate(keys)}
         self.parts: list[set[str]] = [set() for _ in keys]
         self.codes: list[int | None] = [None] * len(keys)
@@ -293,7 +299,7 @@ class _Helper:
         payload = b"\0".join(os.fsencode(p) for p in keyed.values())
         with self.lock:
             self._finish_ahead()
-            self.ahead = _Ahead(list(keyed))
+            self.ahead = _Ahead(list(keyed), timeout)
             self._start()
             try:
                 self.proc.stdin.write(b"ahead %d %f\n" % (len(payload), timeout) + payload)
@@ -382,10 +388,15 @@ def _problem(code: int, timeout: float) -> str | None:
     return None
 
 
+def _ahead_key(path: str) -> tuple | None:
+    """``path``'s key when it is among the files of the last :func:`check_ahead`, unchanged since; else None."""
+    ahead, key = _HELPER.ahead, _key(path)
+    return key if ahead is not None and key in ahead.index else None
+
+
 def checked_ahead(path: str) -> bool:
     """Whether ``path``, unchanged, is among the files of the last :func:`check_ahead`."""
-    ahead = _HELPER.ahead
-    return ahead is not None and _key(path) in ahead.index
+    return _ahead_key(path) is not None
 
 
 def read_through(src: str | bytes, timeout: float | None = None, part: str | None = None) -> str | None:
@@ -394,16 +405,28 @@ def read_through(src: str | bytes, timeout: float | None = None, part: str | Non
     Returns None when the child finished, else why it did not (a hang past ``timeout`` seconds, default
     ``$L2L3_HDF5_READ_TIMEOUT`` or 60, or a crash), as a message to report at the file's root. A path that
     :func:`check_ahead` is checking, unchanged since, is answered from that check: the whole file, or with
-    ``part`` as soon as that part is read through: ``"/"`` for everything but the datasets of the
-    ``/data/demo_<i>`` groups, ``"demo_<i>"`` for that demo's datasets too (a file outside the check is
-    read through whole whatever ``part`` says).
+    ``part`` as soon as that part is read through: ``"/"`` for everything but what lies below the
+    ``/data/demo_<i>`` groups, ``"demo_<i>"`` for that demo too (a file outside the check is read through
+    whole whatever ``part`` says).
     """
     timeout = _timeout(timeout)
-    if isinstance(src, str) and checked_ahead(src):
-        code = _HELPER.wait(_key(src), part)
+    if isinstance(src, str) and (key := _ahead_key(src)) is not None:
+        code = _HELPER.wait(key, part)
         if code != _LOST:
-            return None if code is None else _problem(code, timeout)
+            return None if code is None else _problem(code, _HELPER.ahead.timeout)
     return _problem(_HELPER.check(src, timeout)[0], timeout)
+
+
+def read_through_part(path: str, part: str) -> str | None:
+    """:func:`read_through` of one part of a file that :func:`check_ahead` is checking; None at once for any other
+    file (the caller read it through whole before it trusted it)."""
+    key = _ahead_key(path)
+    if key is None:
+        return None
+    code = _HELPER.wait(key, part)
+    if code == _LOST:
+        return read_through(path)
+    return None if code is None else _problem(code, _HELPER.ahead.timeout)
 
 
 def check_ahead(paths: list[str], timeout: float | None = None) -> None:

@@ -15,7 +15,7 @@ from typing import ClassVar, Protocol
 import h5py
 import numpy as np
 
-from l2.format.hdf5_guard import checked_ahead, read_through
+from l2.format.hdf5_guard import read_through, read_through_part
 from l2.format.l2file import READ_ERRORS
 from l3.episode import Episode
 from l3.errors import InputError
@@ -252,8 +252,9 @@ def check_read_through(file: str, data: bytes | None = None, part: str | None = 
 def check_demo_read_through(file: str, demo: str) -> None:
     """Before reading below an L2 demo's group: wait until the check ahead of ``file`` has read that demo through
     (raise if it failed). A file that this process does not check ahead was read through whole before its scan."""
-    if checked_ahead(file):
-        check_read_through(file, part=demo)
+    problem = read_through_part(file, demo)
+    if problem is not None:
+        raise InputError(file, "/", problem)
 
 
 def open_hdf5(file: str, opener: Callable[[], h5py.File] | None = None) -> h5py.File:
