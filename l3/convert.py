@@ -255,10 +255,11 @@ def convert(
     low_score = 0
     other_sources: dict[str, int] = {}  # source tag -> episodes left out by --sources
     files = resolve_inputs(inputs)
+    in_process = workers <= 1 and engine == "local"
     # Each file's HDF5 read-through check (l2.format.hdf5_guard), on every core at once. Converting in this
     # process, each part of a file waits only for its own check, and the checks go on beside the conversion;
     # worker processes and --skip-bad need every file checked whole first.
-    ahead = workers <= 1 and engine == "local" and not skip_bad
+    ahead = in_process and not skip_bad
     (check_ahead if ahead else read_through_all)(files)
     for file in files:
         try:
@@ -339,7 +340,7 @@ def convert(
     tmp.mkdir()
     meta = None
     # in this process, parquet files are written on a thread of their own while the next episode is read
-    writes = BackgroundWrites() if workers <= 1 and engine == "local" else None
+    writes = BackgroundWrites() if in_process else None
     try:
         meta = MetaWriter(tmp, layout, [(ref.task or plan.layout.task, ref.success, ref.length) for ref in episodes])
         state["root"], state["writes"] = tmp, writes

@@ -85,7 +85,7 @@ def test_files_checked_ahead_together(tmp_path, monkeypatch, capsys):
     hdf5_guard.read_through_all([good, bad, str(tmp_path / "missing.hdf5")])
     assert hdf5_guard.checked_ahead(good) and hdf5_guard.checked_ahead(bad)
     calls = []
-    monkeypatch.setattr(hdf5_guard._HELPER, "check", lambda *a: calls.append(a) or [0])
+    monkeypatch.setattr(hdf5_guard._HELPER, "check", lambda *a: calls.append(a) or 0)
     assert read_through(bad) is not None and read_through(good) is None and not calls  # answered from the batch
     Path(good).touch()  # changed since: checked again
     assert read_through(good) is None and len(calls) == 1

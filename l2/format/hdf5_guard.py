@@ -178,33 +178,22 @@ def _exit_code(status: int) -> int:
 
 
 def _serve() -> None:
-    """The helper: per request ``<path|paths|bytes|ahead> <size> <timeout>\\n<payload>`` on stdin (``paths`` and
-    ``ahead``: NUL-separated), walk each source in a child of its own, as many at once as there are cores.
+    """The helper: per request ``<path|bytes|ahead> <size> <timeout>\n<payload>`` on stdin (``ahead``: paths,
+    NUL-separated), walk each source in a child of its own.
 
-    ``path``, ``paths``, ``bytes``: reply the children's exit codes on one line, in order. ``ahead``: reply as it goes,
-    ``p <i> <part>`` when source i's child has read a part through (see :func:`walk_metadata`), ``x <i> <code>`` when
-    it ended, and ``end`` after the last one.
+    ``path``, ``bytes``: reply the child's exit code on one line. ``ahead``: as many children at once as there are
+    cores, replying as they go: ``p <i> <part>`` when source i's child has read a part through (see
+    :func:`walk_metadata`), ``x <i> <code>`` when it ended, and ``end`` after the last one.
     """
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while header := inp.readline():
         kind, size, timeout = header.split()
         payload = inp.read(int(size))
-        sources = [payload] if kind == b"bytes" else [os.fsdecode(p) for p in payload.split(b"\0")]
         if kind == b"ahead":
-            _serve_ahead(sources, float(timeout), out)
+            _serve_ahead([os.fsdecode(p) for p in payload.split(b"\0")], float(timeout), out)
             continue
-        codes: list[int] = [0] * len(sources)
-        running: dict[int, int] = {}
-        pending = iter(enumerate(sources))
-        while True:
-            while len(running) < _jobs() and (item := next(pending, None)) is not None:
-                running[_walk_in_child(item[1], float(timeout))] = item[0]
-            if not running:
-                break
-            pid, status = os.wait()
-            if pid in running:
-                codes[running.pop(pid)] = _exit_code(status)
-        out.write(b" ".join(b"%d" % c for c in codes) + b"\n")
+        pid = _walk_in_child(payload if kind == b"bytes" else os.fsdecode(payload), float(timeout))
+        out.write(b"%d\n" % _exit_code(os.waitpid(pid, 0)[1]))
         out.flush()
 
 
@@ -270,12 +259,9 @@ class _Helper:
         self.proc.wait()
         self.proc = None
 
-    def check(self, src: str | bytes | list[str], timeout: float) -> list[int]:
-        """Exit codes of the children that walked ``src`` (a path, several paths, or a file's bytes)."""
-        if isinstance(src, list):
-            kind, payload = b"paths", b"\0".join(os.fsencode(p) for p in src)
-        else:
-            kind, payload = (b"path", os.fsencode(src)) if isinstance(src, str) else (b"bytes", src)
+    def check(self, src: str | bytes, timeout: float) -> int:
+        """The exit code of the child that walked ``src`` (a path, or a file's bytes)."""
+        kind, payload = (b"path", os.fsencode(src)) if isinstance(src, str) else (b"bytes", src)
         header = b"%s %d %f\n" % (kind, len(payload), timeout)
         with self.lock:
             self._finish_ahead()
@@ -288,7 +274,7 @@ class _Helper:
                 except (BrokenPipeError, OSError):
                     reply = b""
                 if reply:
-                    return [int(c) for c in reply.split()]
+                    return int(reply)
                 self._stop()
                 if attempt:
                     raise RuntimeError("the HDF5 read-through helper (python -m l2.format.hdf5_guard) did not start")
@@ -414,7 +400,7 @@ def read_through(src: str | bytes, timeout: float | None = None, part: str | Non
         code = _HELPER.wait(key, part)
         if code != _LOST:
             return None if code is None else _problem(code, _HELPER.ahead.timeout)
-    return _problem(_HELPER.check(src, timeout)[0], timeout)
+    return _problem(_HELPER.check(src, timeout), timeout)
 
 
 def read_through_part(path: str, part: str) -> str | None:
