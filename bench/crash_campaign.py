@@ -108,6 +108,8 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
         CHILD.format(repo=str(REPO)),
         "--num_envs",
         "4",
+        "--workers",
+        "1",  # the recorder's own file under the kills (the workers' shards: tests/test_workers.py)
         "--num_demos",
         "100000",
         "--max_attempts",

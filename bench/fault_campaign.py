@@ -248,7 +248,7 @@ class Campaign:
         scripted = str(REPO / "l2" / "scripted" / "run.py")
         base = self.work / "base" / "scripted_lift_cube.hdf5"
         base.parent.mkdir()
-        code, _, stderr = run(scripted, "--num_envs", "2", "--num_demos", "2", "--output", str(base))
+        code, _, stderr = run(scripted, "--num_envs", "2", "--workers", "1", "--num_demos", "2", "--output", str(base))
         if code != 0:
             raise RuntimeError(f"could not collect the base file: {stderr[-2000:]}")
         disk = self.work / "disk"
@@ -260,7 +260,18 @@ class Campaign:
                 "collect (append, cameras) onto a nearly full disk",
                 disk,
                 2,
-                lambda: run(scripted, "--num_envs", "2", "--num_demos", "20", "--output", str(target), "--append"),
+                lambda: run(
+                    scripted,
+                    "--num_envs",
+                    "2",
+                    "--workers",
+                    "1",
+                    "--num_demos",
+                    "20",
+                    "--output",
+                    str(target),
+                    "--append",
+                ),
                 keep=(target.name,),
             )
             report = validate_file(target)
@@ -285,7 +296,18 @@ class Campaign:
         folder.mkdir()
         target = folder / "scripted_lift_cube.hdf5"
         first = subprocess.Popen(
-            [sys.executable, scripted, "--num_envs", "2", "--num_demos", "40", "--output", str(target)],
+            [
+                sys.executable,
+                scripted,
+                "--num_envs",
+                "2",
+                "--workers",
+                "1",
+                "--num_demos",
+                "40",
+                "--output",
+                str(target),
+            ],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

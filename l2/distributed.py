@@ -30,19 +30,22 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from l2.format import atomic, schema
+from l2.format.interrupts import StopRequest
 from l2.format.l2file import L2File, L2FileError
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTORS = {
-    "scripted": ["l2/scripted/run.py"],
-    "rl": ["l2/rl/rollout.py"],
+    "scripted": ["l2/scripted/run.py", "--workers", "1"],
+    "rl": ["l2/rl/rollout.py", "--workers", "1"],
     "teleop-replay": ["l2/teleop/run.py", "--teleop_device", "replay"],
 }
-"""The collector of each source, run as ``python <script> <args>`` from the repository root."""
+"""The collector of each source, run as ``python <script> <args>`` from the repository root (one process each:
+the Ray workers are the parallelism)."""
 SOURCE_TAGS = {"scripted": "scripted", "rl": "rl", "teleop-replay": "teleop"}
 DEFAULT_TRACE = "config/teleop/lift_cube_trace.json"
 MANIFEST = "distributed.json"
@@ -111,6 +114,11 @@ class ShardSpec:
     """The collector and its fixed arguments; ``--output/--num_demos/--seed/--append`` are added per run."""
     restarts: int
     log: str
+    cwd: str = str(REPO)
+    """Where the collector runs (relative paths in ``command`` are relative to it)."""
+    own_session: bool = False
+    """Start the collector in a session of its own: a Ctrl-C at the terminal reaches only the driver, which passes
+    it on once (see ``stop`` of :func:`run_shard`)."""
 
 
 @dataclass
@@ -121,6 +129,7 @@ class ShardResult:
     demos: int = 0
     new_demos: int = 0
     attempts: int = 0
+    successes: int = 0
     frames: int = 0
     sim_seconds: float = 0.0
     """Seconds the collectors spent stepping (their env-frames/s is ``frames / sim_seconds``)."""
@@ -149,28 +158,31 @@ def _parent_death_signal():
     return lambda: prctl(1, signal.SIGKILL)
 
 
-def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
+def run_shard(
+    spec: ShardSpec, report: Callable[[int, int], None] | None = None, stop: StopRequest | None = None
+) -> ShardResult:
     """Bring one shard to its target: run the collector until the shard holds ``target`` demos.
 
     Reads the shard first: a complete one is left alone, a partial one is continued with ``--append``.
     A collector run that ends early (killed, crashed, too few successes) is started again, up to
-    ``spec.restarts`` times in a row without a new demo. ``progress`` (a :class:`Progress` actor) hears
-    the shard's demo count about once a second.
+    ``spec.restarts`` times in a row without a new demo. ``report(index, demos)`` hears the shard's demo count
+    about once a second. Once ``stop`` is set (by a SIGINT or SIGTERM of the driver), the running collector gets
+    that signal once (it stops after its step, keeping the demos it wrote) and no other is started.
     """
     path = Path(spec.path)
     result = ShardResult(spec.index)
     path.with_name(path.stem + ".creating.hdf5").unlink(missing_ok=True)  # a kill while the file was made
     have = _checked_count(path, spec.target)
     result.demos = have
-    if progress is not None:
-        progress.set.remote(spec.index, have)
-    stop = threading.Event()
-    poller = threading.Thread(target=_poll, args=(path, spec.index, progress, stop), daemon=True)
-    if progress is not None:
+    if report is not None:
+        report(spec.index, have)
+    polled = threading.Event()
+    poller = threading.Thread(target=_poll, args=(path, spec.index, report, polled), daemon=True)
+    if report is not None:
         poller.start()
     stalled = 0
     try:
-        while have < spec.target:
+        while have < spec.target and not stop:
             if stalled > spec.restarts:
                 result.error = (
                     f"{path}: still {have} of {spec.target} demos after {stalled} collector runs "
@@ -198,18 +210,25 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
             with open(spec.log, "a") as log:
                 log.write(f"\n$ {' '.join(cmd)}\n")
                 log.flush()
-                run = subprocess.run(
-                    cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_parent_death_signal(), check=False
+                collector = subprocess.Popen(
+                    cmd,
+                    cwd=spec.cwd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_parent_death_signal(),
+                    start_new_session=spec.own_session,
                 )
+                returncode = _wait(collector, stop)
             result.process_seconds += time.perf_counter() - start
             result.runs += 1
-            if run.returncode == 2:  # the collector's own one-line error: another run would meet it again
+            if returncode == 2:  # the collector's own one-line error: another run would meet it again
                 result.refused = True
-                result.error = f"shard {spec.index}: {_last_error(spec.log)} (log: {spec.log})"
+                result.error = f"shard {spec.index}: {last_error(spec.log)} (log: {spec.log})"
             if stats_file.exists():  # absent when the collector was killed
                 figures = json.loads(stats_file.read_text())
                 stats_file.unlink()
                 result.attempts += figures["attempts"]
+                result.successes += figures.get("successes", 0)
                 result.frames += figures["frames"]
                 result.sim_seconds += figures["seconds"]
             now = _checked_count(path, spec.target)
@@ -219,15 +238,30 @@ def run_shard(spec: ShardSpec, progress=None) -> ShardResult:
             if result.refused:
                 break
     finally:
-        stop.set()
-    if progress is not None:
-        progress.set.remote(spec.index, have)
+        polled.set()
+    if report is not None:
+        report(spec.index, have)
     if path.exists():
         result.seeds = list(dict.fromkeys(shard_seeds(path)))
     return result
 
 
-def _last_error(log: str | os.PathLike) -> str:
+def _wait(collector: subprocess.Popen, stop: StopRequest | None) -> int:
+    """The collector's exit status; once ``stop`` is set, the collector gets its signal (once)."""
+    if stop is None:
+        return collector.wait()
+    passed_on = False
+    while True:
+        try:
+            return collector.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if stop and not passed_on:
+                with contextlib.suppress(ProcessLookupError):
+                    collector.send_signal(stop.signum)
+                passed_on = True
+
+
+def last_error(log: str | os.PathLike) -> str:
     """The last ``error: ...`` line a collector wrote to its log (without the prefix)."""
     lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.startswith("error: ")]
     return lines[-1].removeprefix("error: ") if lines else "the collector exited with status 2"
@@ -248,10 +282,10 @@ def _checked_count(path: Path, target: int) -> int:
     return have
 
 
-def _poll(path: Path, index: int, progress, stop: threading.Event) -> None:
+def _poll(path: Path, index: int, report: Callable[[int, int], None], stop: threading.Event) -> None:
     while not stop.wait(1.0):
         with contextlib.suppress(Exception):  # a read that caught the file mid-write: the next poll reads it
-            progress.set.remote(index, count_demos(path))
+            report(index, count_demos(path))
 
 
 class Progress:
@@ -265,6 +299,16 @@ class Progress:
 
     def get(self) -> dict[int, int]:
         return dict(self.counts)
+
+
+@dataclass
+class ActorReport:
+    """``report`` of :func:`run_shard` inside a Ray task: passes the counts on to the :class:`Progress` actor."""
+
+    actor: object
+
+    def __call__(self, index: int, count: int) -> None:
+        self.actor.set.remote(index, count)
 
 
 # --------------------------------------------------------------------------- driver
@@ -440,7 +484,7 @@ def run(args: argparse.Namespace) -> tuple[list[ShardResult], float]:
     progress = ray.remote(num_cpus=0)(Progress).remote()
     task = ray.remote(max_retries=3, retry_exceptions=False, **resources)(run_shard)
     submitted = time.perf_counter()
-    pending = {task.remote(spec, progress): spec.index for spec in specs}
+    pending = {task.remote(spec, ActorReport(progress)): spec.index for spec in specs}
     results: dict[int, ShardResult] = {}
     bar = tqdm(
         total=args.num_demos, unit="demo", desc=f"{args.source} x{args.workers}", dynamic_ncols=True, disable=args.quiet

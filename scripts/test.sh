@@ -7,4 +7,6 @@ L2L3_BROWSER=1 bash "$REPO/scripts/setup.sh"  # also headless Chromium, for the 
 cd "$REPO"
 "$REPO/.venv/bin/ruff" check --quiet .  # lint first (settings in pyproject.toml): a finding fails the run
 "$REPO/.venv/bin/ruff" format --check --quiet .  # and the formatting (ruff format . fixes it)
-exec "$REPO/.venv/bin/python" -m pytest "$@"
+# In parallel, one pytest-xdist worker per core; a test module stays on one worker (its module fixtures are made
+# once). -n 0 runs everything in this process, one test at a time.
+exec "$REPO/.venv/bin/python" -m pytest -n auto --dist loadscope "$@"

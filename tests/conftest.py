@@ -29,6 +29,17 @@ def scripted_run(tmp_path_factory):
     return out, log, proc.stdout
 
 
+@pytest.fixture
+def ray_alone(tmp_path_factory):
+    """One local Ray instance at a time: the test holds a lock that every pytest-xdist worker of this run shares
+    (a file beside the workers' temporary folders) while it starts Ray."""
+    import fcntl
+
+    with open(tmp_path_factory.getbasetemp().parent / "ray.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def free_port() -> int:
     """A TCP port on the loopback that nothing listens on right now (for a test's policy server)."""
     import socket

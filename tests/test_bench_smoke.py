@@ -76,9 +76,11 @@ def _case(name: str):
 
 
 @pytest.mark.parametrize(("script", "args", "expected"), [_case(name) for name in SMOKE])
-def test_benchmark_runs_and_prints_its_table(script, args, expected):
+def test_benchmark_runs_and_prints_its_table(script, args, expected, request):
     if "sim" in SMOKE[script][2]:
         pytest.importorskip("isaaclab")
+    if script == "ray_scaleout.py":
+        request.getfixturevalue("ray_alone")
     proc = subprocess.run(
         [sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True, timeout=1800, cwd=REPO
     )

@@ -23,6 +23,7 @@ from l3 import layout
 from l3.convert import convert
 from l3.validate import validate
 
+pytestmark = pytest.mark.usefixtures("ray_alone")
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "lift_cube.yaml"
 SMALL = ["--source", "scripted", "--num_demos", "4", "--workers", "2", "--quiet", "presets=no_cameras"]

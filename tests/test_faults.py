@@ -21,7 +21,9 @@ from l2.format.l2file import L2File
 from l2.format.validate import validate_file
 
 
-def _start(out: Path, *args: str, collector: tuple[str, ...] = (str(SCRIPTED_RUN),)) -> subprocess.Popen:
+def _start(
+    out: Path, *args: str, collector: tuple[str, ...] = (str(SCRIPTED_RUN), "--workers", "1")
+) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, *collector, "--num_envs", "2", "--num_demos", "40", "--output", str(out), *args],
         stdout=subprocess.PIPE,
@@ -143,7 +145,7 @@ def test_a_full_disk_ends_collection_in_one_line_and_keeps_the_demos(scripted_ru
         out = disk / src.name
         out.write_bytes(src.read_bytes())
         before = _demo_arrays(out)
-        proc = run_scripted("--num_envs", "2", "--num_demos", "20", "--output", str(out), "--append")
+        proc = run_scripted("--num_envs", "2", "--workers", "1", "--num_demos", "20", "--output", str(out), "--append")
         line = _error_line(proc)
         assert re.match(rf"error: {re.escape(str(out))}: no space left on device \(\d+\.\d MB free on that ", line)
         kept = re.search(rf"{out.name} intact: (\d+) demos", line)

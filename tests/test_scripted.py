@@ -137,7 +137,9 @@ def test_refuses_existing_file_and_append_continues_numbering(scripted_run, tmp_
     assert f"its demos record {cameras}, which this run does not" in error[0]
     assert "scripted demos" not in mixed.stderr  # refused before the first step: the progress bar never started
     assert out.read_bytes() == before
-    appended = _run("--num_envs", "2", "--num_demos", "2", "--output", str(out), "--append", "--seed", "3")
+    appended = _run(
+        "--num_envs", "2", "--num_demos", "2", "--workers", "1", "--output", str(out), "--append", "--seed", "3"
+    )
     assert appended.returncode == 0, appended.stdout[-3000:] + appended.stderr[-3000:]
     report = validate_file(out)
     assert report.ok and report.episodes == 5

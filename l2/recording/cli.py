@@ -22,7 +22,11 @@ def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
     )
 
 
-def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num_demos: int) -> None:
+def add_output_args(
+    parser: argparse.ArgumentParser, *, default_output: str, num_demos: int, workers: bool = False
+) -> None:
+    """``--num_demos``, ``--output`` and what to do with an existing one; ``workers``: also ``--workers``, for a
+    runner that spreads its collection over collector processes (:func:`run_collector`)."""
     group = parser.add_argument_group("dataset")
     group.add_argument(
         "--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)"
@@ -42,6 +46,18 @@ def add_output_args(parser: argparse.ArgumentParser, *, default_output: str, num
     exists = group.add_mutually_exclusive_group()
     exists.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     exists.add_argument("--append", action="store_true", help="add demos to an existing output file")
+    if workers:
+        from l2.recording.workers import add_workers_args
+
+        add_workers_args(group)
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, keeping the parser with the result: :mod:`l2.recording.workers` gives each
+    collector process the user's arguments again."""
+    args = parser.parse_args(argv)
+    args._parser = parser
+    return args
 
 
 def add_attempt_args(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +105,7 @@ def record_to(env_cfg, args: argparse.Namespace, *, max_successes: int | None = 
             keep_failed=args.keep_failed,
             max_successes=max_successes,
             recorders=recorders,
+            joins=getattr(args, "joins", None),
         )
     except (FileExistsError, ValueError) as exc:
         fail(str(exc))
@@ -127,6 +144,19 @@ def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argp
     except RecordingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def run_collector(
+    runner: Callable[[argparse.Namespace], int], args: argparse.Namespace, script: str, *, desc: str
+) -> int:
+    """Run a collection in this process, or spread it over ``--workers`` collector processes of ``script``
+    (:mod:`l2.recording.workers`)."""
+    from l2.recording import workers
+
+    count = workers.count(args)
+    if count > 1:
+        return workers.run(args, script, count, desc=desc)
+    return run_reporting_errors(runner, args)
 
 
 def fail(message: str) -> None:

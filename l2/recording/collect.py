@@ -31,6 +31,10 @@ class CollectionStats:
     seconds: float = 0.0
     interrupted: cli.StopRequest | None = None
     """Set when SIGINT or SIGTERM stopped the run (the episodes in flight were not written)."""
+    workers: int = 1
+    """Collector processes (l2.recording.workers); ``seconds`` is then the longest one's stepping time."""
+    merge_seconds: float = 0.0
+    """Seconds spent merging the workers' shards into the output."""
 
 
 def collect(
@@ -118,13 +122,18 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
         if stats.interrupted
         else []
     )
+    spread = f" in {stats.workers} processes" if stats.workers > 1 else ""
+    merged = (
+        f" (the {stats.workers} workers' shards merged in {stats.merge_seconds:.1f} s)" if stats.workers > 1 else ""
+    )
+    fps = f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs{spread}, {args.device})"
     cli.print_summary(
         [
             *interrupted,
             ("demos written", f"{stats.written}{in_file}"),
             ("success rate", f"{stats.successes}/{stats.attempts} episodes ({100 * rate:.1f} %)"),
-            ("env-frames/s", f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs, {args.device})"),
-            ("file", str(output)),
+            ("env-frames/s", fps),
+            ("file", str(output) + merged),
             (
                 "failed episodes",
                 str(output.with_name(output.stem + "_failed.hdf5")) if args.keep_failed else "not kept",

@@ -47,12 +47,21 @@ WRITE_HEADROOM = 1 << 20
 class L2DatasetFileHandler(HDF5DatasetFileHandler):
     """Isaac Lab's HDF5 handler with a policy for existing files and an optional success quota."""
 
-    def __init__(self, on_exists: OnExists = "refuse", max_successes: int | None = None, source: str | None = None):
+    def __init__(
+        self,
+        on_exists: OnExists = "refuse",
+        max_successes: int | None = None,
+        source: str | None = None,
+        joins: str | None = None,
+    ):
         super().__init__()
         self.on_exists = on_exists
         self.max_successes = max_successes
         self.source = source
         """Written as each demo's ``source`` attribute (which L3 tags the episode with), when given."""
+        self.joins = joins
+        """The file this one's demos will be merged into (a worker's shard: l2.recording.workers), whose demos'
+        obs terms this run must record."""
         self.successes_written = 0
         self.file_path: str | None = None
         self._layout_checked = False
@@ -256,21 +265,27 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         appends to; ``layout`` is what the env will record (:func:`expected_obs_layout`). The dtypes are checked
         with the first demo (:meth:`_check_layout`)."""
         first = self._hdf5_data_group.get(schema.demo_name(0)) if self._hdf5_file_stream is not None else None
+        path = self.file_path
+        if first is None and self.joins is not None:
+            with L2File(self.joins, guard=False, locking=False) as f:  # validated by the driver
+                first, path = (f.group(f.demos[0]) if f.demos else None), self.joins
+                existing = obs_layout(first) if first is not None else None
+        elif first is not None:
+            existing = obs_layout(first)
         if first is None:
             return
-        existing = obs_layout(first)
         if {k: shape for k, (shape, _) in existing.items()} != {k: shape for k, (shape, _) in layout.items()}:
-            raise RecordingError(self._layout_message(existing, layout))
+            raise RecordingError(self._layout_message(existing, layout, path))
 
     def _check_layout(self, layout: dict[str, tuple]) -> None:
         """Refuse demos whose obs terms (names, shapes, dtypes) differ from the demos already in the file."""
         first = self._hdf5_data_group.get(schema.demo_name(0))
         existing = obs_layout(first) if first is not None else layout
         if existing != layout:
-            raise RecordingError(self._layout_message(existing, layout))
+            raise RecordingError(self._layout_message(existing, layout, self.file_path))
         self._layout_checked = True
 
-    def _layout_message(self, existing: dict, layout: dict) -> str:
+    def _layout_message(self, existing: dict, layout: dict, path: str) -> str:
         """What differs between the file's obs terms and this run's, e.g. ``its demos record table_cam[224x224x3]
         uint8, which this run does not``."""
         only_file = {k: v for k, v in existing.items() if k not in layout}
@@ -283,7 +298,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
             "in this run"
             for k in changed
         ]
-        return f"{self.file_path}: cannot append: {'; '.join(parts)} (write to another file, or --overwrite)"
+        return f"{path}: cannot append: {'; '.join(parts)} (write to another file, or --overwrite)"
 
 
 class EpisodeSeedRecorder(RecorderTerm):
@@ -366,22 +381,9 @@ class L2RecorderManagerCfg(RecorderManagerBaseCfg):
     record_episode_language = EpisodeLanguageRecorderCfg()
 
 
-def configure_recording(
-    env_cfg: ManagerBasedRLEnvCfg,
-    output: str | os.PathLike,
-    task: str,
-    on_exists: OnExists = "refuse",
-    keep_failed: bool = False,
-    max_successes: int | None = None,
-    recorders: RecorderManagerBaseCfg | None = None,
-    source: str | None = None,
-) -> Path:
-    """Point the env's RecorderManager at ``output`` (``<name>_failed.hdf5`` beside it with ``keep_failed``),
-    tagging each demo with ``source`` when given.
-
-    Refuses an existing output (and failed file) up front unless ``on_exists`` says otherwise, so a
-    user's dataset is never truncated by accident. Returns the output path.
-    """
+def check_output(output: str | os.PathLike, on_exists: OnExists = "refuse", keep_failed: bool = False) -> Path:
+    """Refuse, with an exception whose text is one line, an output (and failed file) that the run may not touch:
+    not ``.hdf5``, existing without ``on_exists`` saying what to do, in use, not writable. Returns its path."""
     output = Path(output)
     if output.suffix != ".hdf5":
         raise ValueError(f"{output}: the output must be an .hdf5 file")
@@ -400,6 +402,27 @@ def configure_recording(
     folder = next(p for p in (output.parent, *output.parent.parents) if p.exists())
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{folder}: not writable, so {output} cannot be written there")
+    return output
+
+
+def configure_recording(
+    env_cfg: ManagerBasedRLEnvCfg,
+    output: str | os.PathLike,
+    task: str,
+    on_exists: OnExists = "refuse",
+    keep_failed: bool = False,
+    max_successes: int | None = None,
+    recorders: RecorderManagerBaseCfg | None = None,
+    source: str | None = None,
+    joins: str | None = None,
+) -> Path:
+    """Point the env's RecorderManager at ``output`` (``<name>_failed.hdf5`` beside it with ``keep_failed``),
+    tagging each demo with ``source`` when given; ``joins``: see :attr:`L2DatasetFileHandler.joins`.
+
+    Refuses an existing output (and failed file) up front unless ``on_exists`` says otherwise, so a
+    user's dataset is never truncated by accident. Returns the output path.
+    """
+    output = check_output(output, on_exists, keep_failed)
     if max_successes:
         warn_if_short_of_space(env_cfg, output, max_successes)
     cfg = recorders if recorders is not None else L2RecorderManagerCfg()
@@ -411,7 +434,7 @@ def configure_recording(
         else DatasetExportMode.EXPORT_SUCCEEDED_ONLY
     )
     cfg.dataset_file_handler_class_type = functools.partial(
-        L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes, source=source
+        L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes, source=source, joins=joins
     )
     env_cfg.recorders = cfg
     env_cfg.env_name = task  # RecorderManager writes it into data.attrs["env_args"]

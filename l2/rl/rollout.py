@@ -35,9 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "l2/rl/checkpoints/lift_cube_ppo/model.pt)",
     )
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10)
+    cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10, workers=True)
     cli.add_attempt_args(parser)
-    return parser.parse_args(argv)
+    return cli.parse(parser, argv)
 
 
 def rollout(args: argparse.Namespace) -> int:
@@ -74,7 +74,7 @@ def rollout(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_reporting_errors(rollout, parse_args(argv))
+    return cli.run_collector(rollout, parse_args(argv), __file__, desc="rl demos")
 
 
 if __name__ == "__main__":

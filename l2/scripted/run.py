@@ -28,10 +28,10 @@ DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Scripted"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/scripted_lift_cube.hdf5", num_demos=10)
+    cli.add_output_args(parser, default_output="data/demos/scripted_lift_cube.hdf5", num_demos=10, workers=True)
     cli.add_attempt_args(parser)
     parser.add_argument("--log_actions", default=None, help="also save every action the state machine emits (.npz)")
-    return parser.parse_args(argv)
+    return cli.parse(parser, argv)
 
 
 def collect(args: argparse.Namespace) -> int:
@@ -63,7 +63,7 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_reporting_errors(collect, parse_args(argv))
+    return cli.run_collector(collect, parse_args(argv), __file__, desc="scripted demos")
 
 
 if __name__ == "__main__":

@@ -128,11 +128,16 @@ def merge(
     env_name: str | None = None,
     action_dim: int | None = LIFT_ACTION_DIM,
     progress: bool = False,
+    provenance: bool = True,
+    env_args: dict | None = None,
 ) -> dict:
     """Merge L2 files of one task into ``output``; returns a summary dict (demos, samples, per-input counts).
 
     ``env_name``: the merged file's ``env_args["env_name"]``, which lets files of variants of one task
     (e.g. the scripted and teleop gym ids) be merged; every other ``env_args`` entry must still match.
+    ``provenance=False`` copies the demos as they are, without the ``source``/``source_file``/``source_demo``
+    attributes (the shards of one collection: l2.recording.workers); ``env_args``: the merged file's, instead of
+    the first input's.
     Raises :class:`MergeError` on bad input or an existing output without ``overwrite``; nothing is left behind.
     """
     paths = [os.fspath(p) for p in inputs]
@@ -150,7 +155,7 @@ def merge(
     files = [_Input(p, action_dim) for p in paths]
     check_same_task(files, env_name)
 
-    env_args = dict(files[0].env_args)
+    env_args = dict(env_args or files[0].env_args)
     if env_name is not None:
         env_args["env_name"] = env_name
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +182,7 @@ def merge(
                         target = schema.demo_name(index)
                         src.copy(src[f"{schema.DATA_GROUP}/{name}"], data, name=target)
                         demo = data[target]
-                        if ATTR_SOURCE_FILE not in demo.attrs:  # kept from an earlier merge
+                        if provenance and ATTR_SOURCE_FILE not in demo.attrs:  # kept from an earlier merge
                             demo.attrs[ATTR_SOURCE] = f.sources[name]
                             demo.attrs[ATTR_SOURCE_FILE] = os.path.basename(f.path)
                             demo.attrs[ATTR_SOURCE_DEMO] = name

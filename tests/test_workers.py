@@ -1,0 +1,221 @@
+"""One collection over several collector processes (``--workers``, l2.recording.workers): the resolution of
+``auto``, the arguments each collector gets, and real runs that merge their shards into the one output file, are
+continued with ``--append``, survive a killed collector and resume after a killed driver."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+from conftest import REPO, SCRIPTED_RUN, run_scripted
+
+from l2.distributed import count_demos
+from l2.format.l2file import L2File
+from l2.format.validate import validate_file
+from l2.recording import workers
+from l2.scripted.run import parse_args
+
+STATE = ("--num_envs", "2", "--num_demos", "4", "presets=no_cameras")
+"""2 collectors x 1 env x 2 state-only demos: the smallest run with two shards."""
+
+
+def _demo_digests(path: Path) -> list[str]:
+    """One digest per demo over every dataset's bytes and every attribute, in demo order."""
+    out = []
+    with h5py.File(path, "r") as f:
+        for name in sorted(f["data"], key=lambda n: int(n.split("_")[1])):
+            h = hashlib.sha256()
+
+            def visit(key, obj, h=h):
+                h.update(key.encode())
+                for a in sorted(obj.attrs):
+                    h.update(f"{a}={obj.attrs[a]!r}".encode())
+                if isinstance(obj, h5py.Dataset):
+                    h.update(obj[()].tobytes())
+
+            visit(name, f["data"][name])
+            f["data"][name].visititems(visit)
+            out.append(h.hexdigest())
+    return out
+
+
+def _attrs(path: Path) -> tuple[dict, list[set[str]], dict]:
+    with L2File(path, guard=False) as f:
+        layout = f.obs_layout()
+        keys = [set(f.group(n).attrs) for n in f.demos]
+        return f.env_args, keys, layout
+
+
+def test_auto_is_one_per_core_within_envs_and_demos(monkeypatch):
+    monkeypatch.setattr(workers, "usable_cores", lambda: 4)
+    assert workers.count(parse_args(["--num_envs", "16", "--num_demos", "10"])) == 4
+    assert workers.count(parse_args(["--num_envs", "2", "--num_demos", "10"])) == 2
+    assert workers.count(parse_args(["--num_envs", "16", "--num_demos", "3"])) == 3
+    assert workers.count(parse_args(["--device", "cuda"])) == 1  # one process per GPU
+    assert workers.count(parse_args(["--log_actions", "a.npz"])) == 1  # one file per run
+    assert workers.count(parse_args(["--episodes", "8"])) == 1
+    assert workers.count(parse_args(["--workers", "1"])) == 1
+    assert workers.count(parse_args(["--workers", "3", "--num_envs", "3"])) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--workers", "3", "--num_envs", "2"], "--workers 3: each collector needs at least one env and one demo"),
+        (["--workers", "2", "--log_actions", "a.npz"], "--workers 2: --log_actions writes one file per run"),
+    ],
+)
+def test_a_count_that_cannot_be_honoured_is_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        workers.count(parse_args(argv))
+    assert exit_.value.code == 2 and capsys.readouterr().err.startswith(f"error: {message}")
+
+
+def test_each_collector_gets_the_users_arguments_again():
+    args = parse_args(["--num_envs", "8", "--keep-failed", "--seed", "7", "--task", "T", "presets=variety", "a.b=1"])
+    argv = workers.command_line(args._parser, args, workers.PER_SHARD)
+    assert argv == ["--task", "T", "--keep-failed", "presets=variety", "a.b=1"]
+    again = parse_args(["--num_envs", "4", *argv])
+    assert vars(again) | {"_parser": None} == vars(args) | {"num_envs": 4, "seed": 42, "_parser": None}
+
+
+def test_an_existing_output_is_refused_before_any_collector_starts(tmp_path):
+    out = tmp_path / "scripted_lift_cube.hdf5"
+    out.write_bytes(b"not touched")
+    r = run_scripted(*STATE, "--workers", "2", "--output", str(out))
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == (
+        f"error: {out} exists; pass --append to add demos or --overwrite to replace it"
+    )
+    assert out.read_bytes() == b"not touched" and sorted(os.listdir(tmp_path)) == [out.name]
+
+
+@pytest.mark.sim
+def test_two_workers_write_one_file_like_one_and_append_continues_it(tmp_path):
+    out, one = tmp_path / "scripted_lift_cube.hdf5", tmp_path / "one" / "scripted_lift_cube.hdf5"
+    r = run_scripted(*STATE, "--workers", "2", "--output", str(out))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "4 envs" not in r.stdout and "(2 envs in 2 processes, cpu)" in r.stdout
+    assert sorted(os.listdir(tmp_path)) == [out.name]  # the shards' folder is gone
+    report = validate_file(out)
+    assert report.ok and report.episodes == 4, [str(v) for v in report.violations]
+
+    r = run_scripted(
+        "--num_envs", "2", "--num_demos", "1", "--workers", "1", "--output", str(one), "presets=no_cameras"
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (env_args, keys, layout), (env_args_1, keys_1, layout_1) = _attrs(out), _attrs(one)
+    assert env_args == env_args_1 and layout == layout_1 and all(k == keys_1[0] for k in keys)
+    with L2File(out, guard=False) as f:
+        seeds = [int(f.group(n).attrs["seed"]) for n in f.demos]
+    assert len(set(seeds)) == 2  # one per shard
+
+    before = _demo_digests(out)
+    # Demos with cameras cannot join these: each collector checks the file's obs terms before its first step.
+    r = run_scripted(*STATE[:2], "--num_demos", "2", "--output", str(out), "--append")
+    assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: {out}: cannot append: this run records table_cam[224x224x3] uint8, wrist_cam[224x224x3] uint8, "
+        "which its demos do not (write to another file, or --overwrite)"
+    ]
+    assert _demo_digests(out) == before and sorted(os.listdir(tmp_path)) == sorted([out.name, "one"])
+
+    r = run_scripted(*STATE[:2], "--num_demos", "2", "--output", str(out), "--append", "presets=no_cameras")
+    assert r.returncode == 0 and "2 (file now holds 6)" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert validate_file(out).ok and _demo_digests(out)[:4] == before  # the first four as they were
+    with L2File(out, guard=False) as f:
+        new = {int(f.group(n).attrs["seed"]) for n in f.demos[4:]}
+    assert len(new) == 2 and not new & set(seeds)  # an appended run does not repeat the file's demos
+
+
+def _collector_pids(folder: Path) -> dict[int, int]:
+    """Shard index -> pid of the collector process writing that shard of ``folder``."""
+    out = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for k in range(2):
+            if str(folder / f"shard_{k}.hdf5").encode() in argv and b"--output" in argv:
+                out[k] = int(proc.name)
+    return out
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()[0][-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.2)
+
+
+def _shard_demos(folder: Path, k: int) -> int:
+    try:
+        return count_demos(folder / f"shard_{k}.hdf5")
+    except Exception:  # noqa: BLE001  read while its collector writes: ask again
+        return 0
+
+
+@pytest.mark.sim
+def test_a_killed_collector_loses_only_its_episode_and_a_killed_run_resumes(tmp_path):
+    """kill -9 of shard_1's collector after its first demo: it is started again and continues its shard. Then
+    kill -9 of the driver: its collectors die with it, the shards stay; the same command resumes them and ends with
+    exactly N valid demos."""
+    out = tmp_path / "scripted_lift_cube.hdf5"
+    folder = workers.shard_folder(out)
+    cmd = [sys.executable, str(SCRIPTED_RUN), *STATE[:2], "--num_demos", "6", "--workers", "2", "--output", str(out)]
+    cmd.append("presets=no_cameras")
+    driver = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for(lambda: _shard_demos(folder, 1) >= 1 and 1 in _collector_pids(folder), "shard_1's first demo", driver)
+        os.kill(_collector_pids(folder)[1], signal.SIGKILL)
+        _wait_for(lambda: _shard_demos(folder, 1) >= 2, "a demo of the restarted collector", driver)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    deadline = time.monotonic() + 60
+    while _collector_pids(folder) and time.monotonic() < deadline:  # they die with their driver
+        time.sleep(0.2)
+    assert not _collector_pids(folder) and not out.exists()
+    kept = [_shard_demos(folder, k) for k in range(2)]
+    assert kept[1] >= 2 and all(validate_file(folder / f"shard_{k}.hdf5").ok for k in range(2) if kept[k])
+
+    r = run_scripted(*cmd[2:])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert f"note: resuming the stopped run in {folder} ({sum(kept)} demos in its shards)" in r.stdout
+    report = validate_file(out)
+    assert report.ok and report.episodes == 6 and not folder.exists()
+    with L2File(out, guard=False) as f:
+        seeds = [int(f.group(n).attrs["seed"]) for n in f.demos]
+    assert len(set(seeds)) >= 3  # shard_1 went on under a new seed after its collector was killed
+    assert len(set(_demo_digests(out))) == 6  # no demo twice
+
+
+@pytest.mark.sim
+def test_ctrl_c_stops_every_collector_and_keeps_the_demos_written(tmp_path):
+    out = tmp_path / "scripted_lift_cube.hdf5"
+    folder = workers.shard_folder(out)
+    cmd = [sys.executable, str(SCRIPTED_RUN), *STATE[:2], "--num_demos", "40", "--workers", "2", "--output", str(out)]
+    driver = subprocess.Popen([*cmd, "presets=no_cameras"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(lambda: _shard_demos(folder, 0) + _shard_demos(folder, 1) >= 1, "a demo", driver)
+        driver.send_signal(signal.SIGINT)
+        stdout, stderr = (s.decode() for s in driver.communicate(timeout=300))
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 130, stdout[-2000:] + stderr[-3000:]
+    assert "SIGINT: every collector stops after its step" in stdout and "interrupted      by SIGINT" in stdout
+    report = validate_file(out)
+    assert report.ok and 1 <= report.episodes < 40 and f"demos written    {report.episodes}" in stdout
+    assert not folder.exists() and not _collector_pids(folder)
