@@ -14,6 +14,9 @@ its own process (one simulator per process):
   memory   peak RSS of a 16-env vs a 4-env camera collection with the same (long) episodes, for our
            recorder (frames streamed to a spool file) and for the baseline that keeps frames in RAM the
            way Isaac Lab's RecorderManager keeps every recorded value (target for ours: <= 1.3x).
+  workers  a whole camera collection (l2/scripted/run.py, 16 envs in total) with --workers auto (one collector
+           process per core) vs --workers 1 (the named baseline): env-frames/s, wall time for the same demos, and
+           peak RSS of the run's whole process tree (target on 2 cores: >= 1.7x env-frames/s, <= 1.6x RSS).
   storage  bytes per stored frame of each camera in the written demos (gzip level 2, one chunk per frame).
   video    PSNR of the GR00T videos (l3/convert.py with config/lift_cube.yaml) against the recorded frames.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -145,6 +149,51 @@ def storage_and_psnr(files: list[Path], work: Path) -> dict:
     }
 
 
+def tree_rss_mb(root: int) -> float:
+    """Resident memory of a process and all its descendants (from /proc), in MB."""
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(proc.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * resource.getpagesize()
+        except (OSError, IndexError, ValueError):
+            continue
+        todo += children.get(pid, [])
+    return total / 2**20
+
+
+def measure_workers(workers: str, num_envs: int, demos: int, out: Path) -> dict:
+    """One camera collection through the scripted CLI: its summary's env-frames/s, wall time and the peak RSS
+    of its process tree (sampled every 0.2 s)."""
+    cmd = [sys.executable, str(REPO / "l2/scripted/run.py"), "--num_envs", str(num_envs), "--num_demos", str(demos)]
+    cmd += ["--workers", workers, "--output", str(out)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    peak = 0.0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_mb(proc.pid))
+        time.sleep(0.2)
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{stdout[-2000:]}{stderr[-3000:]}")
+    fps = re.search(r"env-frames/s\s+(\d+) \((\d+) envs(?: in (\d+) processes)?", stdout)
+    return {
+        "frames_per_s": float(fps.group(1)),
+        "processes": int(fps.group(3) or 1),
+        "wall_s": wall,
+        "peak_rss_mb": peak,
+    }
+
+
 def _child(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -162,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-steps", type=int, default=120, help="timed steps per speed run (default: %(default)s)")
     parser.add_argument(
         "--memory-steps", type=int, default=100, help="episode length of the memory runs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--workers-envs", type=int, default=16, help="envs in total of the workers runs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--workers-demos", type=int, default=16, help="demos each workers run collects (default: %(default)s)"
     )
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -196,6 +251,16 @@ def main(argv: list[str] | None = None) -> int:
                 results["memory"][f"{n}_{mode}"] = r
                 print(f"  memory {n:>2} envs, frames in {mode:<5}: peak RSS {r['peak_rss_mb']:7.0f} MB", flush=True)
         results["files"] = storage_and_psnr(camera_files, work) if camera_files else {}
+        results["workers"] = {}
+        for workers in ("1", "auto"):
+            out = work / f"workers_{workers}" / "scripted_lift_cube.hdf5"
+            r = measure_workers(workers, args.workers_envs, args.workers_demos, out)
+            results["workers"][workers] = r
+            print(
+                f"  workers {workers:<4} ({r['processes']} processes, {args.workers_envs} envs): "
+                f"{r['frames_per_s']:6.1f} env-frames/s, {r['wall_s']:6.1f} s, peak RSS {r['peak_rss_mb']:6.0f} MB",
+                flush=True,
+            )
 
     print("\nspeed: scripted loop with recording; baseline = the same loop with presets=no_cameras")
     print(
@@ -216,6 +281,27 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "  (render/record/other: shares of a camera step's wall time; last column: a camera step minus its "
         "rendering, over a state-only step; target <= 1.20x)"
+    )
+    for n in [int(v) for v in args.rate_envs.split(",")]:
+        on = results["rate"][f"{n}_on"]
+        per_image = 1000 * on["render_s"] / (args.rate_steps * n * len(LIFT_CAMERA_TERMS))
+        results["rate"][f"{n}_render_ms_per_image"] = per_image
+        print(f"  render time per 224x224 image at {n:>2} envs: {per_image:.2f} ms")
+    one, auto = results["workers"]["1"], results["workers"]["auto"]
+    print(
+        f"\nworkers: a camera collection of {args.workers_demos} demos with {args.workers_envs} envs in total, "
+        f"--workers auto ({auto['processes']} processes) vs --workers 1 (baseline)"
+    )
+    print(
+        f"  env-frames/s {one['frames_per_s']:.1f} -> {auto['frames_per_s']:.1f}  "
+        f"{auto['frames_per_s'] / one['frames_per_s']:.2f}x (target >= 1.7x on 2 cores)"
+    )
+    print(
+        f"  wall time    {one['wall_s']:.1f} s -> {auto['wall_s']:.1f} s  {one['wall_s'] / auto['wall_s']:.2f}x faster"
+    )
+    print(
+        f"  peak RSS     {one['peak_rss_mb']:.0f} MB -> {auto['peak_rss_mb']:.0f} MB  "
+        f"{auto['peak_rss_mb'] / one['peak_rss_mb']:.2f}x (target <= 1.6x)"
     )
     mem = results["memory"]
     print(f"\nmemory: peak RSS, 16 envs vs 4 envs, {args.memory_steps}-step episodes with both cameras")

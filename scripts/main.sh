@@ -58,7 +58,8 @@ for f in "$DEMOS" "$TELEOP" "$RL"; do
   fi
 done
 
-echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU (scene: ${SCENE:-variety})"
+echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU, one collector process per"
+echo "   core (--workers auto; scene: ${SCENE:-variety})"
 "$PY" l2/scripted/run.py --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" --output "$DEMOS" \
   $([ -f "$DEMOS" ] && echo --append) $PRESETS
 

@@ -40,8 +40,8 @@ SMOKE = {
         ("lerobot",),
     ),
     "cameras.py": (
-        ["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4"],
-        ["speed:", "non-render vs baseline", "memory:"],
+        ["--rate-envs", "1", "--rate-steps", "3", "--memory-steps", "4", "--workers-envs", "2", "--workers-demos", "2"],
+        ["speed:", "non-render vs baseline", "memory:", "render time per 224x224 image", "workers:", "peak RSS"],
         ("sim",),
     ),
     "record_overhead.py": (
