@@ -57,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "a generated attempt that lags behind ends still rising; default: %(default)s)",
     )
     sim.add_sim_args(parser, num_envs=4, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10)
+    cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10, workers=True)
     parser.add_argument(
         "--max_attempts",
         type=int,
@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="give up after this many generation attempts (default: 4 x num_demos + num_envs)",
     )
     parser.set_defaults(episodes=None)  # read by l2.recording.collect.finish
-    args = parser.parse_args(argv)
+    args = cli.parse(parser, argv)
     if args.num_demos < 1 or args.num_envs < 1 or args.hold_steps < 0:
         parser.error("--num_demos and --num_envs must be at least 1, --hold_steps at least 0")
     return args
@@ -230,7 +230,9 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_reporting_errors(generate, parse_args(argv))
+    args = parse_args(argv)
+    _check_input(args)  # once, before any collector process starts
+    return cli.run_collector(generate, args, ["-m", "l2.mimic"], desc="mimic demos")
 
 
 if __name__ == "__main__":

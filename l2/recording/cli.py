@@ -1,4 +1,4 @@
-"""Command-line pieces shared by the demonstration runners (scripted, RL, teleop)."""
+"""Command-line pieces shared by the demonstration runners (scripted, RL, teleop, Mimic)."""
 
 from __future__ import annotations
 
@@ -147,15 +147,16 @@ def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argp
 
 
 def run_collector(
-    runner: Callable[[argparse.Namespace], int], args: argparse.Namespace, script: str, *, desc: str
+    runner: Callable[[argparse.Namespace], int], args: argparse.Namespace, collector: str | list[str], *, desc: str
 ) -> int:
-    """Run a collection in this process, or spread it over ``--workers`` collector processes of ``script``
-    (:mod:`l2.recording.workers`)."""
+    """Run a collection in this process, or spread it over ``--workers`` collector processes, each started as
+    ``python <collector> ...`` (a script's path, or ``["-m", module]``; :mod:`l2.recording.workers`)."""
     from l2.recording import workers
 
     count = workers.count(args)
     if count > 1:
-        return workers.run(args, script, count, desc=desc)
+        command = [str(Path(collector).resolve())] if isinstance(collector, str) else collector
+        return workers.run(args, command, count, desc=desc)
     return run_reporting_errors(runner, args)
 
 

@@ -1,14 +1,14 @@
 """One collection over every core: ``--workers K`` collector processes, their shards merged into one output file.
 
 Warp runs its CPU kernels on one core, so one collector process keeps one core busy. With ``--workers auto``
-(the default on the CPU: one per usable core, at most one per env and per demo) a runner
-(``l2/scripted/run.py``, ``l2/rl/rollout.py``) starts K collectors of itself, each with its share of the envs and
+(the default on the CPU: one per usable core, at most one per env and per demo) a runner (``l2/scripted/run.py``,
+``l2/rl/rollout.py``, ``python -m l2.mimic``) starts K collectors of itself, each with its share of the envs and
 of the demos, through :func:`l2.distributed.run_shard`: each writes ``shard_<k>.hdf5`` in ``.<output
 stem>.workers/`` beside the output, a killed collector is started again and continues its shard under a new seed.
 Each shard's seeds derive from ``--seed`` (and, with ``--append``, from the demos already in the file, so that an
-appended run does not repeat them).
-When every shard is complete, the shards are merged into the output with l2.tools.merge's copy (after the
-demos already in it with ``--append``), built beside it and renamed into place, and the folder is removed.
+appended run does not repeat them). When every shard is complete, the shards are merged into the output with
+l2.tools.merge's copy (after the demos already in it with ``--append``), built beside it and renamed into place,
+and the folder is removed.
 
 What a user sees is one run: one progress bar, one summary, exactly N demos in the file they named, the same
 ``--append`` / ``--overwrite`` rules. Ctrl-C (or SIGTERM) is passed on to every collector, which stops after its
@@ -41,6 +41,7 @@ PER_SHARD = (
 UNSHARDED = {
     "episodes": "--episodes counts the first episodes of each env of one run",
     "log_actions": "--log_actions writes one file per run",
+    "annotated": "--annotated writes one file per run",
 }
 """Options a run of several collectors cannot honour (``--workers auto`` then means 1)."""
 
@@ -117,13 +118,13 @@ def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace, drop
             if value and not action.default:
                 options.append(action.option_strings[0])
         elif value is not None and value != action.default:
-            options += [action.option_strings[0], str(value)]
+            options += [action.option_strings[0], *(map(str, value) if isinstance(value, list) else [str(value)])]
     return options + positionals
 
 
-def run(args: argparse.Namespace, script: str, workers: int, *, desc: str) -> int:
-    """Collect ``args.num_demos`` demos into ``args.output`` with ``workers`` collector processes (see the module
-    docstring); the exit status of the run."""
+def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: str) -> int:
+    """Collect ``args.num_demos`` demos into ``args.output`` with ``workers`` collector processes, each started as
+    ``python <collector> <args>`` (see the module docstring); the exit status of the run."""
     from l2.distributed import ShardSpec, shard_path, shard_seed, shard_targets
     from l2.recording import cli
     from l2.recording.handler import check_output
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace, script: str, workers: int, *, desc: str) -> in
     output = Path(args.output).absolute()
     folder = shard_folder(output)
     want = {
-        "script": Path(script).name,
+        "collector": " ".join(Path(part).name for part in collector),
         "args": command_line(args._parser, args, ("workers", "stats_json")),
         "workers": workers,
     }
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace, script: str, workers: int, *, desc: str) -> in
             target,
             args.seed if not before else shard_seed(args.seed, workers, before),  # `workers`: no shard's index
             [
-                str(Path(script).resolve()),
+                *collector,
                 "--num_envs",
                 str(envs[k]),
                 "--workers",
