@@ -145,7 +145,7 @@ class ShardResult:
     """The collector ended with a one-line error (exit status 2: a full disk, a file in use...): not retried."""
 
 
-def _parent_death_signal():
+def parent_death_signal():
     """``preexec_fn`` that makes the collector be killed when the worker that started it dies (Linux
     ``PR_SET_PDEATHSIG``), or None elsewhere. libc is loaded here, in the worker: between fork and exec the
     child only makes the call."""
@@ -215,7 +215,7 @@ def run_shard(
                     cwd=spec.cwd,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    preexec_fn=_parent_death_signal(),
+                    preexec_fn=parent_death_signal(),
                     start_new_session=spec.own_session,
                 )
                 returncode = _wait(collector, stop)

@@ -35,6 +35,7 @@ import numpy as np
 from l2.format import schema
 from l2.policy.report import EpisodeResult, EvaluationReport, rate_text
 from l2.recording import cli, sim
+from l2.recording.workers import AUTO, usable_cores, workers_arg
 
 if TYPE_CHECKING:
     import torch
@@ -240,11 +241,12 @@ class Evaluator:
         """Set from a signal handler: the run stops after the step in progress (the env is never cut mid-step, so
         a recorded file is never left with half an episode)."""
 
-    def run(self, episodes: int) -> bool:
-        """Run the episodes; False when :attr:`stop_requested` ended the run early."""
+    def run(self, episodes: int, first: int = 0) -> bool:
+        """Run the episodes ``first .. first + episodes - 1``; False when :attr:`stop_requested` ended the run
+        early."""
         n = self.env.num_envs
         for wave in range(math.ceil(episodes / n)):
-            if not self._wave(wave, list(range(wave * n, min(episodes, (wave + 1) * n)))):
+            if not self._wave(wave, list(range(first + wave * n, first + min(episodes, (wave + 1) * n)))):
                 return False
         return True
 
@@ -419,7 +421,7 @@ def evaluate(args: argparse.Namespace) -> int:
             raise EvaluationError(f"{args.reset_from}:/{schema.DATA_GROUP}: no demos to start episodes from")
         report.reset_from = args.reset_from
     episodes = args.episodes or (len(demos) if demos is not None else DEFAULT_EPISODES)
-    if demos is not None and episodes > len(demos):
+    if demos is not None and args.first_episode + episodes > len(demos):
         raise EvaluationError(f"--episodes {episodes}: {args.reset_from} holds {len(demos)} demos to start from")
     if spec.kind == "rsl_rl":
         from l2.rl.train import DEFAULT_TASK as RL_TASK
@@ -499,7 +501,7 @@ def evaluate(args: argparse.Namespace) -> int:
                 raise EvaluationError(str(exc)) from None
         videos = VideoSink(Path(args.videos), args.video_episodes, round(1 / env.step_dt)) if args.videos else None
         evaluator = Evaluator(env, actor, report, args.action_horizon, demos, videos)
-        interrupted = _run_with_progress(evaluator, episodes)
+        interrupted = _run_with_progress(evaluator, episodes, args.first_episode, args.progress_file)
         if videos is not None:
             videos.abort()  # episodes cut short by Ctrl-C
             report.videos = videos.written
@@ -508,14 +510,128 @@ def evaluate(args: argparse.Namespace) -> int:
     return _finish(args, report)
 
 
+PER_PROCESS = ("workers", "episodes", "num_envs", "seed", "report", "record", "append", "overwrite", "videos")
+"""The arguments each process of a spread evaluation gets its own value of (``--min-success`` is the driver's)."""
+
+
+def evaluate_spread(args: argparse.Namespace, workers: int, episodes: int) -> int:
+    """The evaluation in ``workers`` processes, each running its share of the episodes (in order: process k runs the
+    k-th block, from the k-th block of ``--reset-from``'s demos) on its share of the envs; one progress bar, one
+    report, the rollouts of ``--record`` merged into the one file (l2.recording.workers), videos from the first."""
+    import json
+    import shutil
+    import tempfile
+
+    from l2.distributed import last_error, shard_seed, shard_targets
+    from l2.recording import workers as spread
+    from l2.recording.handler import check_output
+    from l2.tools.merge import MergeError
+
+    record = Path(args.record).absolute() if args.record else None
+    if record is not None:
+        try:
+            check_output(record, cli.on_exists(args), args.keep_failed)
+        except (FileExistsError, ValueError) as exc:
+            raise EvaluationError(str(exc)) from None
+    folder = Path(tempfile.mkdtemp(prefix=".l2-evaluate-", dir=record.parent if record else None))
+    counts, envs = shard_targets(episodes, workers), shard_targets(min(args.num_envs, episodes), workers)
+    shared = spread.command_line(args._parser, args, (*PER_PROCESS, "min_success"))
+    commands, logs = [], []
+    for k in range(workers):
+        cmd = ["-m", "l2.evaluate", "--workers", "1", "--episodes", str(counts[k]), "--num_envs", str(envs[k])]
+        cmd += ["--first-episode", str(sum(counts[:k])), "--seed", str(shard_seed(args.seed, k, 0))]
+        cmd += ["--report", str(folder / f"shard_{k}.json"), "--progress-file", str(folder / f"progress_{k}")]
+        if record is not None:
+            cmd += ["--record", str(folder / f"shard_{k}.hdf5")]
+        if args.videos and k == 0:  # its episodes are the evaluation's first
+            cmd += ["--videos", args.videos]
+        commands.append(cmd + shared)
+        logs.append(folder / f"shard_{k}.log")
+
+    def finished() -> int:
+        return sum(int(p.read_text() or 0) for p in folder.glob("progress_*"))
+
+    try:
+        print(f"evaluating {args.policy}: {episodes} episodes in {workers} processes", flush=True)
+        codes, stopped = spread.run_processes(
+            commands, logs, finished, episodes, desc=f"evaluate x{workers}", unit="episode"
+        )
+        refused = [last_error(log) for code, log in zip(codes, logs, strict=True) if code == 2]
+        if refused:
+            raise EvaluationError(refused[0])  # every process meets the same problem: said once
+        crashed = [(k, code) for k, code in enumerate(codes) if code not in (0, 130, 143)]
+        if crashed:
+            k, code = crashed[0]
+            kept = folder.with_name(folder.name.replace(".l2-evaluate-", "l2-evaluate-failed-"))
+            folder.rename(kept)
+            folder = kept
+            raise EvaluationError(f"evaluation process {k} ended with status {code}; its log: {kept / logs[k].name}")
+        parts = [
+            EvaluationReport.from_json(json.loads((folder / f"shard_{k}.json").read_text())) for k in range(workers)
+        ]
+        report = EvaluationReport.combined(parts, args.seed)
+        if record is not None:
+            shards = [folder / f"shard_{k}.hdf5" for k in range(workers)]
+            try:
+                spread.merge_into(record, shards, args.append, report.num_envs)
+                if args.keep_failed:
+                    failed = [p.with_name(p.stem + "_failed.hdf5") for p in shards]
+                    failed_file = record.with_name(record.stem + "_failed.hdf5")
+                    spread.merge_into(failed_file, failed, args.append, report.num_envs)
+            except MergeError as exc:  # rollouts unlike the --append file's demos: nothing written
+                raise EvaluationError(str(exc)) from None
+            report.record = str(args.record)
+        report.interrupted = report.interrupted or stopped is not None
+    finally:
+        if "failed" not in folder.name:
+            shutil.rmtree(folder, ignore_errors=True)
+    return _finish(args, report)
+
+
+def _planned_episodes(args: argparse.Namespace) -> int:
+    if args.episodes:
+        return args.episodes
+    if args.reset_from:
+        from l2.format.l2file import L2File, L2FileError
+
+        try:
+            with L2File(args.reset_from) as f:
+                return len(f.demos)
+        except (L2FileError, OSError) as exc:
+            raise EvaluationError(str(exc)) from None
+    return DEFAULT_EPISODES
+
+
+def _workers(args: argparse.Namespace) -> int:
+    """Evaluation processes for this run (``--workers`` resolved)."""
+    if args.first_episode or args.progress_file:  # a worker of a spread evaluation
+        return 1
+    replay = args.policy.kind == "replay"
+    if args.workers == AUTO:
+        if not str(args.device).startswith("cpu") or replay:
+            return 1
+        return max(1, min(usable_cores(), args.num_envs, _planned_episodes(args)))
+    if args.workers > 1:
+        if replay:
+            raise EvaluationError(f"--workers {args.workers}: a replay: policy serves one process; use --workers 1")
+        episodes = _planned_episodes(args)
+        if args.workers > min(args.num_envs, episodes):
+            raise EvaluationError(
+                f"--workers {args.workers}: each process needs at least one env and one episode "
+                f"(--num_envs {args.num_envs}, {episodes} episodes)"
+            )
+    return args.workers
+
+
 def _agent_cfg(task: str, args: argparse.Namespace):
     from l2.rl.train import load_agent_cfg
 
     return load_agent_cfg(task, args.device, args.seed)
 
 
-def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
-    """Run the evaluation with a progress bar; True when Ctrl-C (or SIGTERM) cut it short."""
+def _run_with_progress(evaluator: Evaluator, episodes: int, first: int = 0, progress_file: str | None = None) -> bool:
+    """Run the evaluation with a progress bar (and the count of finished episodes in ``progress_file``, for the
+    driver of several processes); True when Ctrl-C (or SIGTERM) cut it short."""
     from tqdm import tqdm
 
     from l2.policy.modality import ModalityError
@@ -527,6 +643,8 @@ def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
             report = evaluator.report
             bar.set_postfix(success=f"{report.successes}/{len(report.results)}", refresh=False)
             bar.update(1)
+            if progress_file:
+                Path(progress_file).write_text(str(len(report.results)))
 
         def stop(request: cli.StopRequest) -> None:
             evaluator.stop_requested = True
@@ -534,7 +652,7 @@ def _run_with_progress(evaluator: Evaluator, episodes: int) -> bool:
         evaluator.on_result = on_result
         try:
             with cli.stop_on_signals(stop):
-                finished = evaluator.run(episodes)
+                finished = evaluator.run(episodes, first)
         except (ProtocolError, ModalityError) as exc:
             raise EvaluationError(str(exc)) from None
         if not finished:
@@ -662,12 +780,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         task_help="gym id of the task (default: the RL task for rsl_rl policies; the --reset-from file's "
         f"task, else {sim.DEFAULT_TASK}, for served policies)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--workers",
+        type=workers_arg,
+        default=AUTO,
+        metavar="K",
+        help="evaluation processes, each running its share of the episodes with its share of the envs; one report "
+        "(default: auto = one per usable CPU core on the CPU, at most num_envs and the episodes; 1 on CUDA and for "
+        "replay: policies)",
+    )
+    parser.add_argument("--first-episode", type=int, default=0, help=argparse.SUPPRESS)  # a worker's share
+    parser.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)
+    return cli.parse(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        count = _workers(args)
+        if count > 1:
+            return evaluate_spread(args, count, _planned_episodes(args))
         return evaluate(args)
     except EvaluationError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ continued with ``--append``, survive a killed collector and resume after a kille
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -215,7 +216,27 @@ def test_ctrl_c_stops_every_collector_and_keeps_the_demos_written(tmp_path):
         if driver.poll() is None:
             driver.kill()
     assert driver.returncode == 130, stdout[-2000:] + stderr[-3000:]
-    assert "SIGINT: every collector stops after its step" in stdout and "interrupted      by SIGINT" in stdout
+    assert "SIGINT: every process stops after its step" in stdout and "interrupted      by SIGINT" in stdout
     report = validate_file(out)
     assert report.ok and 1 <= report.episodes < 40 and f"demos written    {report.episodes}" in stdout
     assert not folder.exists() and not _collector_pids(folder)
+
+
+@pytest.mark.sim
+def test_an_evaluation_in_two_processes_gives_one_report_and_one_recording(tmp_path):
+    """``python -m l2.evaluate --workers 2``: process k runs the k-th block of episodes; one report lists every
+    episode once, env ids numbered across the processes; the recorded rollouts are merged into the one file."""
+    report, record = tmp_path / "eval.json", tmp_path / "policy_lift_cube.hdf5"
+    cmd = [sys.executable, "-m", "l2.evaluate", "--episodes", "4", "--num_envs", "4", "--workers", "2"]
+    cmd += ["--report", str(report), "--record", str(record), "presets=no_cameras"]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "(4 envs in 2 processes, cpu)" in r.stdout
+    doc = json.loads(report.read_text())
+    assert doc["workers"] == 2 and doc["episodes"] == 4 and doc["num_envs"] == 4
+    assert sorted((e["episode"], e["env"]) for e in doc["per_episode"]) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+    recorded = validate_file(record)
+    assert recorded.ok and recorded.episodes == doc["successes"] >= 1
+    with L2File(record, guard=False) as f:
+        assert {f.group(n).attrs["source"] for n in f.demos} == {"policy"}
+    assert sorted(os.listdir(tmp_path)) == sorted([report.name, record.name])  # no shards left

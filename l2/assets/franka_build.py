@@ -45,6 +45,52 @@ GUIDE_SITE = re.compile(r"\s*<site name='end_effector'[^>]*/>")
 grey sphere between the fingers, so cameras would see it. Removing it changes nothing in the physics."""
 
 
+VISUAL_MESHES = ("link0", "link1", "link2", "link3", "link4", "link5", "link6", "link7", "hand")
+"""The MJCF's visual meshes (``meshes/visual/<name>.stl``, 7-22 k triangles each): what the cameras' ray tracer
+traverses for every pixel that looks at the arm. The fingers' visual mesh is their collision mesh (32 triangles)."""
+VISUAL_KEEP = 0.1
+"""Fraction of each visual mesh's triangles the build keeps (quadric decimation; docs/cameras.md: the render
+time it saves and the images, unchanged to the eye)."""
+
+
+def read_stl(path: Path):
+    """A binary STL's ``(vertices (V, 3) float32, faces (F, 3) int64)``, coincident corners merged."""
+    import numpy as np
+
+    data = path.read_bytes()
+    count = int.from_bytes(data[80:84], "little")
+    records = np.frombuffer(
+        data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]), count=count, offset=84
+    )
+    vertices, faces = np.unique(records["v"].reshape(-1, 3), axis=0, return_inverse=True)
+    return vertices, faces.reshape(-1, 3)
+
+
+def write_stl(path: Path, vertices, faces) -> None:
+    """A binary STL of the triangles ``faces`` over ``vertices``, with their facet normals."""
+    import numpy as np
+
+    corners = vertices[faces].astype(np.float32)
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+    records = np.zeros(len(faces), dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]))
+    records["n"], records["v"] = normals, corners
+    path.write_bytes(b"\0" * 80 + len(faces).to_bytes(4, "little") + records.tobytes())
+
+
+def simplify_visual_meshes(mesh_dir: Path, keep: float) -> None:
+    """Decimate the visual meshes in ``mesh_dir`` in place to about ``keep`` of their triangles."""
+    import fast_simplification
+
+    if keep >= 1.0:
+        return
+    for name in VISUAL_MESHES:
+        path = mesh_dir / f"{name}.stl"
+        vertices, faces = read_stl(path)
+        vertices, faces = fast_simplification.simplify(vertices, faces, target_reduction=1.0 - keep)
+        write_stl(path, vertices, faces)
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("L2L3_CACHE", Path.home() / ".cache" / "l2l3"))
 
@@ -72,8 +118,9 @@ def franka_usd_path() -> Path:
     return cache_root() / "assets" / f"franka_panda_{_recipe_key()}" / USD_NAME
 
 
-def build_franka_usd(out_usd: Path) -> Path:
-    """Convert the renamed MJCF to ``out_usd`` atomically (build in a temp dir, then rename)."""
+def build_franka_usd(out_usd: Path, visual_keep: float = VISUAL_KEEP) -> Path:
+    """Convert the renamed MJCF, its visual meshes decimated to ``visual_keep`` of their triangles, to
+    ``out_usd`` atomically (build in a temp dir, then rename)."""
     src = _mjcf_dir()
     out_dir = out_usd.parent
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -90,6 +137,7 @@ def build_franka_usd(out_usd: Path) -> Path:
             if name == "chain.xml" and removed != 1:
                 raise RuntimeError(f"{path}: expected one end_effector site to remove, found {removed}")
             path.write_text(text)
+        simplify_visual_meshes(mjcf / "franka_assets" / "meshes" / "visual", visual_keep)
         (mjcf / "panda.xml").write_text(WRAPPER_MJCF)
         usd_dir = tmp / "usd"
         cmd = [

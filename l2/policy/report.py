@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 
@@ -61,6 +61,10 @@ class EvaluationReport:
     interrupted: bool = False
     record: str | None = None
     videos: list[str] = field(default_factory=list)
+    workers: int = 1
+    """Processes the episodes ran in (``python -m l2.evaluate --workers``)."""
+    frames_per_s: float | None = None
+    """Env-frames/s over all of them (each process's own, added up), when more than one ran."""
 
     @property
     def successes(self) -> int:
@@ -94,12 +98,62 @@ class EvaluationReport:
                 "policy_ms_per_step": 1000 * self.policy_seconds / steps,
                 "sim_ms_per_step": 1000 * self.sim_seconds / steps,
                 "policy_share": self.policy_seconds / max(self.policy_seconds + self.sim_seconds, 1e-12),
-                "env_frames_per_s": self.steps * self.num_envs / max(self.policy_seconds + self.sim_seconds, 1e-12),
+                "env_frames_per_s": self.frames_per_s
+                if self.frames_per_s is not None
+                else self.steps * self.num_envs / max(self.policy_seconds + self.sim_seconds, 1e-12),
             },
+            "workers": self.workers,
             "record": self.record,
             "videos": self.videos,
             "per_episode": [asdict(r) for r in self.results],
         }
+
+    @classmethod
+    def from_json(cls, doc: dict) -> EvaluationReport:
+        """The report :meth:`to_json` wrote (its per-step times turned back into seconds)."""
+        timing = doc["timing"]
+        steps = max(timing["steps"], 1)
+        return cls(
+            policy=doc["policy"],
+            task=doc["task"],
+            num_envs=doc["num_envs"],
+            seed=doc["seed"],
+            device=doc["device"],
+            config=doc["config"],
+            reset_from=doc["reset_from"],
+            episodes_requested=doc["episodes_requested"],
+            results=[EpisodeResult(**r) for r in doc["per_episode"]],
+            policy_seconds=timing["policy_ms_per_step"] * steps / 1000,
+            sim_seconds=timing["sim_ms_per_step"] * steps / 1000,
+            steps=timing["steps"],
+            requests=timing["requests"],
+            interrupted=doc["interrupted"],
+            record=doc["record"],
+            videos=doc["videos"],
+            workers=doc.get("workers", 1),
+            frames_per_s=timing["env_frames_per_s"],
+        )
+
+    @classmethod
+    def combined(cls, parts: list[EvaluationReport], seed: int | None) -> EvaluationReport:
+        """One report of an evaluation whose episodes ran in ``parts`` (one process each, in order): episodes in
+        order, env ids numbered across the processes, times and requests added up, env-frames/s of all of them."""
+        first = parts[0]
+        report = cls(first.policy, first.task, 0, seed, first.device, first.config, first.reset_from)
+        for part in parts:
+            report.results += [replace(r, env=r.env + report.num_envs) for r in part.results]
+            report.num_envs += part.num_envs
+            report.episodes_requested += part.episodes_requested
+            report.policy_seconds += part.policy_seconds
+            report.sim_seconds += part.sim_seconds
+            report.steps += part.steps
+            report.requests += part.requests
+            report.interrupted |= part.interrupted
+            report.videos += part.videos
+        report.results.sort(key=lambda r: r.episode)
+        report.workers = len(parts)
+        report.frames_per_s = sum(p.to_json()["timing"]["env_frames_per_s"] for p in parts)
+        return report
 
     def write(self, path: str | Path) -> None:
         """Write the JSON report (beside the target, then renamed: a reader never sees half a report)."""
@@ -116,6 +170,7 @@ class EvaluationReport:
         for r in self.results:
             ended[r.termination] = ended.get(r.termination, 0) + 1
         steps = sorted(r.steps for r in self.results)
+        spread = f" in {self.workers} processes" if self.workers > 1 else ""
         rows = [
             (
                 "success rate",
@@ -130,7 +185,7 @@ class EvaluationReport:
                 "time per step",
                 f"policy {timing['policy_ms_per_step']:.1f} ms ({100 * timing['policy_share']:.0f} %), "
                 f"simulation {timing['sim_ms_per_step']:.1f} ms; {timing['env_frames_per_s']:.0f} "
-                f"env-frames/s ({self.num_envs} envs, {self.device})",
+                f"env-frames/s ({self.num_envs} envs{spread}, {self.device})",
             ),
             ("policy", self.policy),
             (

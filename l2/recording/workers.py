@@ -25,10 +25,12 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from l2.format import atomic, schema
+from l2.format.interrupts import SIGNALS, StopRequest
 
 AUTO = "auto"
 MANIFEST = "workers.json"
@@ -215,35 +217,87 @@ def _resume(folder: Path, want: dict, output: Path) -> int | None:
     return int(have["before"])
 
 
+@contextlib.contextmanager
+def passed_on_signals(bar) -> Iterator[StopRequest]:
+    """While the block runs, a SIGINT or SIGTERM of this process only sets the yielded request (said once under the
+    progress bar ``bar``): the block passes it on to its collectors, which stop after their step."""
+    request = StopRequest()
+
+    def on_signal(signum, frame) -> None:
+        if not request:
+            request.signum = signum
+            bar.write(f"{request.name}: every process stops after its step; what is finished is kept")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    try:
+        yield request
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 def _collect(specs, num_demos: int, desc: str):
     """Run every shard on a thread of its own; one progress bar over all demos. Returns the shard results and the
     first SIGINT/SIGTERM received (passed on to every collector), if any."""
     from tqdm import tqdm
 
     from l2.distributed import run_shard
-    from l2.format.interrupts import SIGNALS, StopRequest
 
     counts: dict[int, int] = {}
-    request = StopRequest()
-    with tqdm(total=num_demos, unit="demo", desc=desc, dynamic_ncols=True, mininterval=0.5) as bar:
-
-        def on_signal(signum, frame) -> None:
-            if not request:
-                request.signum = signum
-                bar.write(f"{request.name}: every collector stops after its step; the demos written are kept")
-
-        previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
-        try:
-            with ThreadPoolExecutor(len(specs)) as pool:
-                futures = [pool.submit(run_shard, spec, counts.__setitem__, request) for spec in specs]
-                while wait(futures, timeout=0.5).not_done:
-                    bar.update(sum(counts.values()) - bar.n)
-                results = [f.result() for f in futures]
-            bar.update(sum(r.demos for r in results) - bar.n)
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+    with (
+        tqdm(total=num_demos, unit="demo", desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
+        passed_on_signals(bar) as request,
+        ThreadPoolExecutor(len(specs)) as pool,
+    ):
+        futures = [pool.submit(run_shard, spec, counts.__setitem__, request) for spec in specs]
+        while wait(futures, timeout=0.5).not_done:
+            bar.update(sum(counts.values()) - bar.n)
+        results = [f.result() for f in futures]
+        bar.update(sum(r.demos for r in results) - bar.n)
     return results, request if request else None
+
+
+def run_processes(
+    commands: list[list[str]], logs: list[Path], progress: Callable[[], int], total: int, *, desc: str, unit: str
+) -> tuple[list[int], StopRequest | None]:
+    """Run ``python <command>`` for every command at once, each writing to its log, in a session of its own (dying
+    with this process); one progress bar that ``progress()`` fills. A SIGINT or SIGTERM is passed on to each
+    once. Returns the exit statuses and the signal received, if any."""
+    import subprocess
+    import sys
+
+    from tqdm import tqdm
+
+    from l2.distributed import parent_death_signal
+
+    with (
+        tqdm(total=total, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
+        passed_on_signals(bar) as request,
+        contextlib.ExitStack() as files,
+    ):
+        procs = [
+            subprocess.Popen(
+                [sys.executable, *cmd],
+                stdout=files.enter_context(open(log, "w")),
+                stderr=subprocess.STDOUT,
+                preexec_fn=parent_death_signal(),
+                start_new_session=True,
+            )
+            for cmd, log in zip(commands, logs, strict=True)
+        ]
+        passed = [False] * len(procs)
+        while any(p.poll() is None for p in procs):
+            for k, p in enumerate(procs):
+                if request and not passed[k] and p.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        p.send_signal(request.signum)
+                    passed[k] = True
+            with contextlib.suppress(Exception):  # a count caught mid-write: the next poll reads it
+                bar.update(min(progress(), total) - bar.n)
+            time.sleep(0.3)
+        with contextlib.suppress(Exception):
+            bar.update(min(progress(), total) - bar.n)
+    return [p.returncode for p in procs], request if request else None
 
 
 def _finish(args, output: Path, folder: Path, specs, results, stopped, before: int, workers: int) -> int:
@@ -272,10 +326,10 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
     start = time.perf_counter()
     shards = [Path(s.path) for s in specs]
     try:
-        _merge_into(output, shards, args.append, args.num_envs)
+        merge_into(output, shards, args.append, args.num_envs)
         if args.keep_failed:
             failed = output.with_name(output.stem + "_failed.hdf5")
-            _merge_into(failed, [p.with_name(p.stem + "_failed.hdf5") for p in shards], args.append, args.num_envs)
+            merge_into(failed, [p.with_name(p.stem + "_failed.hdf5") for p in shards], args.append, args.num_envs)
     except KeyboardInterrupt:
         print(
             f"error: interrupted while merging; nothing written to {output}, the shards are kept in {folder}: "
@@ -305,7 +359,7 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
     return collect.finish(args, stats, output)
 
 
-def _merge_into(output: Path, shards: list[Path], append: bool, num_envs: int) -> None:
+def merge_into(output: Path, shards: list[Path], append: bool, num_envs: int) -> None:
     """The shards' demos after the output's own (with ``append``), renamed into place; nothing to do without new
     demos."""
     from l2.format.interrupts import terminate_as_interrupt
