@@ -65,8 +65,21 @@ def _collect_valid(out, *command: str) -> None:
 @pytest.fixture(scope="module")
 def variety_demos(tmp_path_factory):
     out = tmp_path_factory.mktemp("variety") / "scripted_lift_cube.hdf5"
+    # In one process: the replay test below puts each demo back in the env slot it was recorded in, where the
+    # frames reproduce exactly (a 2-process collection's demos come from other slots: docs/replay.md).
     proc = run_scripted(
-        "--num_envs", "3", "--num_demos", "6", "--seed", "5", "--output", str(out), "presets=variety", *SMALL_CAMERAS
+        "--num_envs",
+        "3",
+        "--num_demos",
+        "6",
+        "--workers",
+        "1",
+        "--seed",
+        "5",
+        "--output",
+        str(out),
+        "presets=variety",
+        *SMALL_CAMERAS,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
