@@ -524,7 +524,7 @@ def evaluate_spread(args: argparse.Namespace, workers: int, episodes: int) -> in
 
     from l2.distributed import last_error, shard_seed, shard_targets
     from l2.recording import workers as spread
-    from l2.recording.handler import check_output
+    from l2.recording.output import check_output
     from l2.tools.merge import MergeError
 
     record = Path(args.record).absolute() if args.record else None

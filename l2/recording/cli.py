@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from l2.format.interrupts import StopRequest, stop_on_signals  # noqa: F401  (the runners' names for them)
-from l2.recording.handler import OnExists, RecordingError
+from l2.recording.errors import RecordingError
+from l2.recording.output import OnExists
 
 
 def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from l2.recording import cli
-from l2.recording.handler import dataset_handler
 
 if TYPE_CHECKING:
     import torch
@@ -57,6 +56,8 @@ def collect(
     """
     import torch
     from tqdm import tqdm
+
+    from l2.recording.handler import dataset_handler
 
     handler = dataset_handler(env)
     stats = CollectionStats(in_file_before=handler.get_num_episodes())

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import h5py
 from isaaclab.envs.mdp.recorders.recorders_cfg import (
@@ -32,14 +32,13 @@ from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2.format import atomic, schema
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
-from l2.format.locks import in_use
 from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames
 from l2.recording.errors import RecordingError, RecordingIOError
+from l2.recording.output import OnExists, check_output
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedEnv, ManagerBasedRLEnvCfg
 
-OnExists = Literal["refuse", "overwrite", "append"]
 WRITE_HEADROOM = 1 << 20
 """Free bytes an episode's write needs beyond its data (HDF5 metadata, chunk indices, attributes)."""
 
@@ -381,30 +380,6 @@ class L2RecorderManagerCfg(RecorderManagerBaseCfg):
     record_episode_language = EpisodeLanguageRecorderCfg()
 
 
-def check_output(output: str | os.PathLike, on_exists: OnExists = "refuse", keep_failed: bool = False) -> Path:
-    """Refuse, with an exception whose text is one line, an output (and failed file) that the run may not touch:
-    not ``.hdf5``, existing without ``on_exists`` saying what to do, in use, not writable. Returns its path."""
-    output = Path(output)
-    if output.suffix != ".hdf5":
-        raise ValueError(f"{output}: the output must be an .hdf5 file")
-    failed = output.with_name(output.stem + "_failed.hdf5")
-    for path in (output, failed) if keep_failed else (output,):
-        if path.exists() and on_exists == "refuse":
-            raise FileExistsError(f"{path} exists; pass --append to add demos or --overwrite to replace it")
-        if path.exists() and (busy := in_use(path)) is not None:
-            raise ValueError(
-                f"{path}: {busy}; to collect in parallel use python -m l2.distributed (one shard per worker) "
-                "or separate files joined by python -m l2.tools.merge"
-            )
-        if path.exists() and on_exists == "append" and not os.access(path, os.W_OK):
-            why = "read-only filesystem" if _read_only(path) else "no permission"
-            raise ValueError(f"{path}: not writable ({why})")
-    folder = next(p for p in (output.parent, *output.parent.parents) if p.exists())
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{folder}: not writable, so {output} cannot be written there")
-    return output
-
-
 def configure_recording(
     env_cfg: ManagerBasedRLEnvCfg,
     output: str | os.PathLike,
@@ -486,10 +461,6 @@ def warn_if_short_of_space(env_cfg: ManagerBasedRLEnvCfg, output: Path, num_demo
             file=sys.stderr,
             flush=True,
         )
-
-
-def _read_only(path: Path) -> bool:
-    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
 
 
 def _nbytes(data: dict) -> int:

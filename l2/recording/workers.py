@@ -129,7 +129,7 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
     ``python <collector> <args>`` (see the module docstring); the exit status of the run."""
     from l2.distributed import ShardSpec, shard_path, shard_seed, shard_targets
     from l2.recording import cli
-    from l2.recording.handler import check_output
+    from l2.recording.output import check_output
 
     output = Path(args.output).absolute()
     folder = shard_folder(output)
