@@ -119,6 +119,8 @@ class ShardSpec:
     own_session: bool = False
     """Start the collector in a session of its own: a Ctrl-C at the terminal reaches only the driver, which passes
     it on once (see ``stop`` of :func:`run_shard`)."""
+    threads: int | None = None
+    """CPU threads the collector's OpenMP and torch may use (``OMP_NUM_THREADS``), when several share a machine."""
 
 
 @dataclass
@@ -217,6 +219,7 @@ def run_shard(
                     stderr=subprocess.STDOUT,
                     preexec_fn=parent_death_signal(),
                     start_new_session=spec.own_session,
+                    env=thread_limit(spec.threads),
                 )
                 returncode = _wait(collector, stop)
             result.process_seconds += time.perf_counter() - start
@@ -244,6 +247,15 @@ def run_shard(
     if path.exists():
         result.seeds = list(dict.fromkeys(shard_seeds(path)))
     return result
+
+
+def thread_limit(threads: int | None) -> dict[str, str] | None:
+    """The environment of a child process whose OpenMP and torch use at most ``threads`` threads (None: this one's).
+    Processes that share the cores are each given their share: more threads than cores make OpenMP's waiting
+    threads spin on cores the other processes need."""
+    if threads is None:
+        return None
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
 def _wait(collector: subprocess.Popen, stop: StopRequest | None) -> int:

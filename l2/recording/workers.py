@@ -180,6 +180,7 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
             log=str(folder / "logs" / f"shard_{k}.log"),
             cwd=os.getcwd(),
             own_session=True,
+            threads=max(1, usable_cores() // workers),
         )
         for k, target in enumerate(shard_targets(args.num_demos, workers))
     ]
@@ -268,7 +269,7 @@ def run_processes(
 
     from tqdm import tqdm
 
-    from l2.distributed import parent_death_signal
+    from l2.distributed import parent_death_signal, thread_limit
 
     with (
         tqdm(total=total, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
@@ -282,6 +283,7 @@ def run_processes(
                 stderr=subprocess.STDOUT,
                 preexec_fn=parent_death_signal(),
                 start_new_session=True,
+                env=thread_limit(max(1, usable_cores() // len(commands))),
             )
             for cmd, log in zip(commands, logs, strict=True)
         ]
