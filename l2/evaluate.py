@@ -556,9 +556,13 @@ def evaluate_spread(args: argparse.Namespace, workers: int, episodes: int) -> in
         codes, stopped = spread.run_processes(
             commands, logs, finished, episodes, desc=f"evaluate x{workers}", unit="episode"
         )
-        refused = [last_error(log) for code, log in zip(codes, logs, strict=True) if code == 2]
-        if refused:
-            raise EvaluationError(refused[0])  # every process meets the same problem: said once
+        refused = [(k, last_error(log)) for k, (code, log) in enumerate(zip(codes, logs, strict=True)) if code == 2]
+        if refused:  # every process meets the same problem: said once, naming the user's file, not a shard
+            k, line = refused[0]
+            if record is not None:
+                shard = folder / f"shard_{k}.hdf5"
+                line = line.replace(str(shard), str(args.record)).replace(shard.name, record.name)
+            raise EvaluationError(line)
         crashed = [(k, code) for k, code in enumerate(codes) if code not in (0, 130, 143)]
         if crashed:
             k, code = crashed[0]
@@ -607,8 +611,8 @@ def _workers(args: argparse.Namespace) -> int:
     if args.first_episode or args.progress_file:  # a worker of a spread evaluation
         return 1
     replay = args.policy.kind == "replay"
-    if args.workers == AUTO:
-        if not str(args.device).startswith("cpu") or replay:
+    if args.workers == AUTO:  # a served policy may keep state between requests (a reset, a replayed episode)
+        if not str(args.device).startswith("cpu") or args.policy.served:
             return 1
         return max(1, min(usable_cores(), args.num_envs, _planned_episodes(args)))
     if args.workers > 1:
@@ -786,8 +790,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=AUTO,
         metavar="K",
         help="evaluation processes, each running its share of the episodes with its share of the envs; one report "
-        "(default: auto = one per usable CPU core on the CPU, at most num_envs and the episodes; 1 on CUDA and for "
-        "replay: policies)",
+        "(default: auto = one per usable CPU core on the CPU for in-process policies, at most num_envs and the "
+        "episodes; 1 on CUDA and for served policies, whose server may keep state between requests; K > 1 with "
+        "server: only for a server that answers each request on its own)",
     )
     parser.add_argument("--first-episode", type=int, default=0, help=argparse.SUPPRESS)  # a worker's share
     parser.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)

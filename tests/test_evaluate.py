@@ -379,6 +379,8 @@ def test_ctrl_c_reports_the_finished_episodes_and_leaves_a_valid_record(tmp_path
             "40",
             "--num_envs",
             "2",
+            "--workers",
+            "1",  # the record file grows as episodes end (a spread evaluation writes it at the end)
             "--record",
             str(record),
             "--report",

@@ -91,7 +91,7 @@ def test_ctrl_c_ends_mimic_generation_with_a_summary(tmp_path):
     made = run_scripted("--num_envs", "1", "--num_demos", "1", "--output", str(src), "presets=no_cameras")
     assert made.returncode == 0, made.stderr[-2000:]
     out = tmp_path / "mimic_lift_cube.hdf5"
-    proc = _start(out, "--input", str(src), "presets=no_cameras", collector=("-m", "l2.mimic"))
+    proc = _start(out, "--input", str(src), "presets=no_cameras", collector=("-m", "l2.mimic", "--workers", "1"))
     try:
         _wait_for_demo(proc, out)
         proc.send_signal(signal.SIGINT)

@@ -313,7 +313,8 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
 
     total = sum(r.demos for r in results)
     if total < args.num_demos and not stopped:
-        lines = [last_error(spec.log) if r.refused else r.error for spec, r in zip(specs, results, strict=True)]
+        pairs = zip(specs, results, strict=True)
+        lines = [_as_output(last_error(s.log), s, output) if r.refused else r.error for s, r in pairs]
         for line in dict.fromkeys(line for line in lines if line):  # the collectors' own lines, each once
             print(f"error: {line}", file=sys.stderr)
         if total == 0 and all(r.refused for r in results):
@@ -359,6 +360,12 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
         merge_seconds=merge_seconds,
     )
     return collect.finish(args, stats, output)
+
+
+def _as_output(line: str, spec, output: Path) -> str:
+    """A collector's error line naming the user's output instead of its shard."""
+    shard = Path(spec.path)
+    return line.replace(str(shard), str(output)).replace(shard.name, output.name)
 
 
 def merge_into(output: Path, shards: list[Path], append: bool, num_envs: int) -> None:
