@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+ONE_PROCESS = ("--num_envs", "2", "--workers", "1")
+"""A collection in one process: the faults hit the recorder's own file (the workers' shards: tests/test_workers.py)."""
 for p in (REPO, REPO / "tests"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
@@ -248,7 +250,7 @@ class Campaign:
         scripted = str(REPO / "l2" / "scripted" / "run.py")
         base = self.work / "base" / "scripted_lift_cube.hdf5"
         base.parent.mkdir()
-        code, _, stderr = run(scripted, "--num_envs", "2", "--workers", "1", "--num_demos", "2", "--output", str(base))
+        code, _, stderr = run(scripted, *ONE_PROCESS, "--num_demos", "2", "--output", str(base))
         if code != 0:
             raise RuntimeError(f"could not collect the base file: {stderr[-2000:]}")
         disk = self.work / "disk"
@@ -260,18 +262,7 @@ class Campaign:
                 "collect (append, cameras) onto a nearly full disk",
                 disk,
                 2,
-                lambda: run(
-                    scripted,
-                    "--num_envs",
-                    "2",
-                    "--workers",
-                    "1",
-                    "--num_demos",
-                    "20",
-                    "--output",
-                    str(target),
-                    "--append",
-                ),
+                lambda: run(scripted, *ONE_PROCESS, "--num_demos", "20", "--output", str(target), "--append"),
                 keep=(target.name,),
             )
             report = validate_file(target)
@@ -299,10 +290,7 @@ class Campaign:
             [
                 sys.executable,
                 scripted,
-                "--num_envs",
-                "2",
-                "--workers",
-                "1",
+                *ONE_PROCESS,
                 "--num_demos",
                 "40",
                 "--output",

@@ -34,15 +34,20 @@ class StopRequest:
 
 
 @contextlib.contextmanager
-def stop_on_signals(on_first: Callable[[StopRequest], None] | None = None) -> Iterator[StopRequest]:
+def stop_on_signals(
+    on_first: Callable[[StopRequest], None] | None = None, *, again_stops_at_once: bool = True
+) -> Iterator[StopRequest]:
     """While the block runs, the first SIGINT or SIGTERM only sets the yielded :class:`StopRequest` (and calls
     ``on_first``): the loop checks it and stops after the step in progress, so that what is being written is
-    finished and the summary is printed. A second one raises KeyboardInterrupt at once."""
+    finished and the summary is printed. A second one raises KeyboardInterrupt at once (or, without
+    ``again_stops_at_once``, is ignored: a driver waiting for its processes to stop)."""
     request = StopRequest()
 
     def handler(signum, frame) -> None:
         if request:
-            raise KeyboardInterrupt
+            if again_stops_at_once:
+                raise KeyboardInterrupt
+            return
         request.signum = signum
         if on_first is not None:
             on_first(request)

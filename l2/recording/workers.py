@@ -23,14 +23,13 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from l2.format import atomic, schema
-from l2.format.interrupts import SIGNALS, StopRequest
+from l2.format.interrupts import StopRequest, stop_on_signals
 
 AUTO = "auto"
 MANIFEST = "workers.json"
@@ -218,23 +217,13 @@ def _resume(folder: Path, want: dict, output: Path) -> int | None:
     return int(have["before"])
 
 
-@contextlib.contextmanager
-def passed_on_signals(bar) -> Iterator[StopRequest]:
+def passed_on_signals(bar) -> contextlib.AbstractContextManager[StopRequest]:
     """While the block runs, a SIGINT or SIGTERM of this process only sets the yielded request (said once under the
-    progress bar ``bar``): the block passes it on to its collectors, which stop after their step."""
-    request = StopRequest()
-
-    def on_signal(signum, frame) -> None:
-        if not request:
-            request.signum = signum
-            bar.write(f"{request.name}: every process stops after its step; what is finished is kept")
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
-    try:
-        yield request
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+    progress bar ``bar``): the block passes it on to its processes, which stop after their step."""
+    return stop_on_signals(
+        lambda request: bar.write(f"{request.name}: every process stops after its step; what is finished is kept"),
+        again_stops_at_once=False,
+    )
 
 
 def _collect(specs, num_demos: int, desc: str):
