@@ -28,6 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
+from l2.distributed import count_demos
 from l2.format import atomic, schema
 from l2.format.interrupts import StopRequest, stop_on_signals
 
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
             ok, verdict = cli.validator_verdict(output)
             if not ok:
                 cli.fail(f"{output}: cannot append to it: {verdict}")
-            before = _demos(output)
+            before = count_demos(output)
         (folder / "logs").mkdir(parents=True, exist_ok=True)
         atomic.write_text(folder / MANIFEST, json.dumps({**want, "before": before}, indent=2) + "\n")
     elif before == -1:  # merged by the run that was killed before it could remove the folder
@@ -187,12 +188,6 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
     return _finish(args, output, folder, specs, results, stopped, before, workers)
 
 
-def _demos(path: Path) -> int:
-    from l2.distributed import count_demos
-
-    return count_demos(path)
-
-
 def _resume(folder: Path, want: dict, output: Path) -> int | None:
     """The output's demo count before the stopped run whose shards ``folder`` holds (-1 when that run had already
     merged them); a one-line error when they belong to another command."""
@@ -210,8 +205,8 @@ def _resume(folder: Path, want: dict, output: Path) -> int | None:
             "or remove the folder"
         )
     shards = sorted(folder.glob(f"{schema.SHARD_PREFIX}*[0-9].hdf5"))
-    in_shards = sum(_demos(p) for p in shards)
-    if output.exists() and in_shards and _demos(output) == have["before"] + in_shards:
+    in_shards = sum(count_demos(p) for p in shards)
+    if output.exists() and in_shards and count_demos(output) == have["before"] + in_shards:
         return -1
     print(f"note: resuming the stopped run in {folder} ({in_shards} demos in its shards)")
     return int(have["before"])
@@ -363,7 +358,7 @@ def merge_into(output: Path, shards: list[Path], append: bool, num_envs: int) ->
     from l2.format.interrupts import terminate_as_interrupt
     from l2.tools.merge import merge
 
-    shards = [p for p in shards if p.exists() and _demos(p)]
+    shards = [p for p in shards if p.exists() and count_demos(p)]
     if not shards:
         return
     if append and output.exists():
