@@ -283,8 +283,10 @@ def _checked_count(path: Path, target: int) -> int:
     """Demos in a shard that is a valid L2 file (a collector's files are valid after any kill)."""
     if not path.exists():
         return 0
+    from l2.format.journal import recover
     from l2.format.validate import validate_file
 
+    recover(path, wait=30.0)  # no collector writes it now; one killed a moment ago may still hold its lock
     report = validate_file(path)
     if not report.ok:
         raise DistributedError(f"{path}: not a valid L2 file ({report.violations[0]}); move it away to redo it")

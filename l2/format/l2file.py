@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from l2.format import schema
+from l2.format import journal, schema
 from l2.format.hdf5_guard import read_through
 from l2.format.schema import ACTIONS, OBS
 
@@ -227,6 +227,10 @@ class L2File:
         self.path = os.fspath(path)
         if not os.path.isfile(self.path):
             raise L2FileError(self.path, "/", "not a regular file" if os.path.exists(self.path) else "no such file")
+        try:
+            journal.recover(self.path)
+        except OSError as exc:
+            raise L2FileError(self.path, "/", exc.strerror) from None
         if guard and (problem := read_through(self.path)) is not None:
             raise L2FileError(self.path, "/", problem)
         try:

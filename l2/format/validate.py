@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
+from l2.format import journal
 from l2.format.hdf5_guard import read_through, read_through_all
 from l2.format.l2file import (
     READ_ERRORS,
@@ -301,6 +302,11 @@ def validate_file(
     if not os.path.isfile(file):
         problem = "not a regular file" if os.path.exists(file) else "no such file"
         report.violations.append(Violation(file, "/", problem))
+        return report
+    try:
+        journal.recover(file)
+    except OSError as exc:
+        report.violations.append(Violation(file, "/", exc.strerror))
         return report
     problem = read_through(file)
     if problem is not None:

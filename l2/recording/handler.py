@@ -31,6 +31,7 @@ from isaaclab.utils import configclass
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2.format import atomic, schema
+from l2.format.journal import JournaledFile
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
 from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames
 from l2.recording.errors import RecordingError, RecordingIOError
@@ -73,6 +74,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         """This run made the file."""
         self._abandoned = False
         self._reserved = False
+        self._journal: JournaledFile | None = None
+        """The undo journal of the file appended to (a file being made needs none: it is renamed into place)."""
 
     def create(self, file_path: str, env_name: str | None = None):
         if not file_path.endswith(".hdf5"):
@@ -110,14 +113,32 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self._created = True
         self.open(self.file_path, "a")
 
+    def open(self, file_path: str, mode: str = "r"):
+        if mode == "r":
+            return super().open(file_path, mode)
+        # Every flush all or nothing: a kill -9 in the middle of an episode's write leaves the file as the last
+        # flush left it (l2.format.journal), not a file HDF5 can no longer open.
+        self._journal = JournaledFile(file_path)
+        try:
+            super().open(self._journal, "r+")
+        except BaseException:
+            self._journal.close()
+            self._journal = None
+            raise
+
     def flush(self):
         if self._to_create is None and not self._abandoned:
             super().flush()
+            if self._journal is not None:
+                self._journal.commit()
 
     def close(self):
         if self._abandoned:
             return
         super().close()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
         if self._creating is not None:  # its first demo was refused: no file
             Path(self._creating).unlink(missing_ok=True)
             self._creating = None
@@ -128,6 +149,13 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         if self._abandoned or self.file_path is None:
             return ""
         self._abandoned = True
+        if self._journal is not None:  # its writes dropped, then rolled back to the last flush
+            self._journal.discard()
+            with contextlib.suppress(Exception):
+                self._hdf5_file_stream.close()
+            self._hdf5_file_stream = None
+            self._journal.close()
+            self._journal = None
         if self._hdf5_file_stream is not None:
             atomic.abandon_hdf5(self._hdf5_file_stream)
             self._hdf5_file_stream = None
