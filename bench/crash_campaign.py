@@ -11,7 +11,10 @@ collecting, and kills it with SIGKILL, in turns:
 
   - ``outside``: after a random delay, from this process;
   - ``in-write``: the child kills itself in the middle of writing a demo group (while h5py creates the
-    n-th dataset of its k-th episode, n and k random): the worst moment for the file.
+    n-th dataset of its k-th episode, n and k random);
+  - ``in-flush``: the child kills itself inside HDF5's flush after its k-th episode, at the flush's n-th write
+    to the file: the worst moment for the file, which only the undo journal (``l2.format.journal``) brings
+    back to its last flush.
 
 After each kill the file must pass ``l2.format.validate``, every demo the run had reported as written (its
 progress bar, updated after each flushed episode) must still be in it (``lost`` counts those that are
@@ -43,28 +46,45 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# The child: the scripted runner, with h5py's create_dataset wrapped so that the run can kill itself
-# while writing the k-th episode (CRASH_EPISODE) at its n-th dataset (CRASH_DATASET); 0 = never.
+# The child: the scripted runner, with h5py's create_dataset (CRASH_IN=write) or the journaled file's writes
+# during a flush (CRASH_IN=flush) wrapped so that the run kills itself from its k-th episode (CRASH_EPISODE) on,
+# at the n-th dataset or write (CRASH_AT); 0 = never.
 CHILD = """
 import ctypes, os, signal, sys
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the campaign, never left running
 sys.path.insert(0, {repo!r})
 import h5py
+from l2.format.journal import JournaledFile
 from l2.recording import handler as recording
-episode, dataset = int(os.environ["CRASH_EPISODE"]), int(os.environ["CRASH_DATASET"])
+where, episode, at = os.environ["CRASH_IN"], int(os.environ["CRASH_EPISODE"]), int(os.environ["CRASH_AT"])
 write, create = recording.L2DatasetFileHandler.write_episode, h5py.Group.create_dataset
-seen = {{"episodes": 0, "datasets": 0}}
-def create_dataset(group, *args, **kwargs):
-    seen["datasets"] += 1
-    if seen["datasets"] == dataset:
+flush, file_write = recording.L2DatasetFileHandler.flush, JournaledFile.write
+seen = {{"episodes": 0, "calls": 0, "flushing": False}}
+def count():
+    seen["calls"] += 1
+    if seen["calls"] == at:
         os.kill(os.getpid(), signal.SIGKILL)
+def create_dataset(group, *args, **kwargs):
+    count()
     return create(group, *args, **kwargs)
 def write_episode(self, data, *args, **kwargs):
     seen["episodes"] += not data.is_empty()  # the first reset exports an empty episode, which writes nothing
-    if seen["episodes"] == episode:
+    if seen["episodes"] == episode and where == "write":
         h5py.Group.create_dataset = create_dataset
     return write(self, data, *args, **kwargs)
+def flushing(self):
+    seen["flushing"] = seen["episodes"] >= episode
+    try:
+        return flush(self)
+    finally:
+        seen["flushing"] = False
+def journaled_write(self, data):
+    if seen["flushing"]:
+        count()
+    return file_write(self, data)
 recording.L2DatasetFileHandler.write_episode = write_episode
+if where == "flush":
+    recording.L2DatasetFileHandler.flush, JournaledFile.write = flushing, journaled_write
 from l2.scripted.run import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -101,7 +121,7 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
     from l2.recording.cli import validator_verdict
 
     before = demos_in(path)
-    episode, dataset = (rng.randint(1, 4), rng.randint(1, 12)) if mode == "in-write" else (0, 0)
+    episode, at = (rng.randint(1, 4), rng.randint(1, 12 if mode == "in-write" else 6)) if mode != "outside" else (0, 0)
     cmd = [
         sys.executable,
         "-c",
@@ -122,7 +142,7 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
     ]
     if not args.cameras:
         cmd.append("presets=no_cameras")
-    env = {**os.environ, "CRASH_EPISODE": str(episode), "CRASH_DATASET": str(dataset)}
+    env = {**os.environ, "CRASH_IN": mode.removeprefix("in-"), "CRASH_EPISODE": str(episode), "CRASH_AT": str(at)}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     reported, started = 0, threading.Event()
 
@@ -145,7 +165,7 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
             time.sleep(delay)
             proc.send_signal(signal.SIGKILL)
     else:
-        moment = f"episode {episode}, dataset {dataset}"
+        moment = f"episode {episode}, {'dataset' if mode == 'in-write' else 'flush write'} {at}"
     try:
         proc.wait(timeout=args.startup_timeout + args.max_delay + 600)
     except subprocess.TimeoutExpired:
@@ -330,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.file or Path(tmp) / "crash_lift_cube.hdf5"
         for i in range(args.kills):
-            mode = ("outside", "in-write")[i % 2]
+            mode = ("outside", "in-write", "in-flush")[i % 3]
             r = run_round(path, args, rng, mode, seed=1000 + i)
             rounds.append(r)
             print(

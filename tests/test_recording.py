@@ -211,8 +211,8 @@ def test_overwrite_keeps_the_old_file_until_a_demo_replaces_it(tmp_path):
 
 @pytest.mark.sim
 def test_kill_9_while_writing_a_demo_keeps_the_file(tmp_path):
-    """One round of bench/crash_campaign.py: a real collection killed inside write_episode; the file still
-    validates, holds the demos written before, and the next --append run continues it."""
+    """Rounds of bench/crash_campaign.py: a real collection killed inside write_episode, from outside, and inside
+    HDF5's flush; the file still validates, holds the demos written before, and the next --append run continues it."""
     import argparse
     import random
     import signal
@@ -228,6 +228,9 @@ def test_kill_9_while_writing_a_demo_keeps_the_file(tmp_path):
     second = run_round(path, args, random.Random(3), "outside", seed=1)
     assert second.exit_code == -signal.SIGKILL and second.valid and second.lost == 0, second.verdict
     assert second.after >= first.after
+    third = run_round(path, args, random.Random(5), "in-flush", seed=2)  # rolled back by the undo journal
+    assert third.exit_code == -signal.SIGKILL and third.valid and third.lost == 0, third.verdict
+    assert third.after >= second.after
 
 
 # -- a full disk (a real small tmpfs; no simulator) ------------------------------------------------------
