@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-envs", default="4,16", help="env counts of the speed runs (default: %(default)s)")
     parser.add_argument("--rate-steps", type=int, default=120, help="timed steps per speed run (default: %(default)s)")
     parser.add_argument(
+        "--memory-envs", default="4,16", help="the two env counts of the memory runs (default: %(default)s)"
+    )
+    parser.add_argument(
         "--memory-steps", type=int, default=100, help="episode length of the memory runs (default: %(default)s)"
     )
     parser.add_argument(
@@ -244,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if cams == "on" and r["episodes"]:
                     camera_files.append(out)
+        few, many = (int(v) for v in args.memory_envs.split(","))
         for mode in ("spool", "ram"):
-            for n in (4, 16):
+            for n in (few, many):
                 out = work / f"mem_{n}_{mode}" / "scripted_lift_cube.hdf5"
                 r = _child(["--child", "memory", str(n), mode, str(args.memory_steps), str(out)])
                 results["memory"][f"{n}_{mode}"] = r
@@ -304,9 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{auto['peak_rss_mb'] / one['peak_rss_mb']:.2f}x (target <= 1.6x)"
     )
     mem = results["memory"]
-    print(f"\nmemory: peak RSS, 16 envs vs 4 envs, {args.memory_steps}-step episodes with both cameras")
+    print(f"\nmemory: peak RSS, {many} envs vs {few} envs, {args.memory_steps}-step episodes with both cameras")
     for mode, label in (("spool", "ours: frames streamed to a spool file"), ("ram", "baseline: frames held in RAM")):
-        a, b = mem[f"4_{mode}"]["peak_rss_mb"], mem[f"16_{mode}"]["peak_rss_mb"]
+        a, b = mem[f"{few}_{mode}"]["peak_rss_mb"], mem[f"{many}_{mode}"]["peak_rss_mb"]
         print(f"  {label:<40} {a:7.0f} MB -> {b:7.0f} MB  {b / a:5.2f}x")
     if results["files"]:
         f = results["files"]
