@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,18 +20,26 @@ def run_scripted(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPTED_RUN), *args], capture_output=True, text=True, timeout=900)
 
 
+@contextlib.contextmanager
+def run_lock(tmp_path_factory, name: str):
+    """An exclusive lock that every pytest-xdist worker of this run shares (a file beside their temporary
+    folders)."""
+    import fcntl
+
+    with open(tmp_path_factory.getbasetemp().parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def scripted_run(tmp_path_factory):
     """A real scripted collection with the default cameras: 3 demos from 4 envs, every action logged. Made once
     per run: the first pytest-xdist worker that needs it collects it while the others wait (read it, never write
     it)."""
-    import fcntl
-
     shared = tmp_path_factory.getbasetemp().parent / "scripted_run"  # beside every worker's temporary folder
     shared.mkdir(exist_ok=True)
     out, log, stdout = shared / "scripted_lift_cube.hdf5", shared / "actions.npz", shared / "stdout.txt"
-    with open(shared / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with run_lock(tmp_path_factory, "scripted_run"):
         if not stdout.exists():
             proc = run_scripted("--num_envs", "4", "--num_demos", "3", "--output", str(out), "--log_actions", str(log))
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -41,11 +50,8 @@ def scripted_run(tmp_path_factory):
 @pytest.fixture
 def ray_alone(tmp_path_factory):
     """One local Ray instance at a time: the test holds a lock that every pytest-xdist worker of this run shares
-    (a file beside the workers' temporary folders) while it starts Ray."""
-    import fcntl
-
-    with open(tmp_path_factory.getbasetemp().parent / "ray.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    while it starts Ray."""
+    with run_lock(tmp_path_factory, "ray"):
         yield
 
 
@@ -138,9 +144,9 @@ SCOPE_SECONDS = {
     "test_bench_smoke.py::test_benchmark_runs_and_prints_its_table[convert.py]": 55,
     "test_inspect.py": 50,
 }
-"""Seconds each unit of work took on one worker of a 2-core machine (``scripts/test.sh --durations=0``,
-2026-12-02); units not named take less. The longest start first, so that no worker is left alone with a long
-module at the end while the other has nothing to do (the suite's wall time was 12 % over its work / 2)."""
+"""Seconds each unit of work took on one worker of a 2-core machine (the workers' timelines in the output of
+``scripts/test.sh -v``, 2026-12-02); units not named take less. The longest start first, so that no worker is left
+alone with a long module at the end while the other has nothing to do (xdist's own order left one idle 8 min)."""
 
 
 def _scope(nodeid: str) -> str:
