@@ -16,6 +16,9 @@ mistyped attribute, a deleted dataset or group. Each mutant goes through ``l2.fo
   - with ``--skip-bad`` and a good input beside it: exit 0 and every episode of the good input converted.
 
 Each mutant is checked in a separate process with a time limit (``--timeout``): a hang is a failure too.
+A file that makes the HDF5 library loop is refused by the read-through guard once its own limit passes
+(``--read-timeout``, 10 s here instead of the converter's default 60 s); a mutant meets that limit up to three
+times (validate, convert, convert --skip-bad), so ``--timeout`` must be more than three times it.
 The tests run a few mutations per reader (tests/test_fuzz_inputs.py); the table here is the campaign.
 """
 
@@ -26,6 +29,7 @@ import contextlib
 import io
 import json
 import multiprocessing
+import os
 import shutil
 import sys
 import tempfile
@@ -265,15 +269,25 @@ class IsolatedChecker:
     so that a native library looping forever on a corrupt file counts as a failure instead of stopping
     the campaign."""
 
-    def __init__(self, timeout: float):
-        self.timeout = timeout
+    def __init__(self, timeout: float, read_timeout: float):
+        self.timeout, self.read_timeout = timeout, read_timeout
         self._start()
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self.proc.start()
+        from l2.format.hdf5_guard import TIMEOUT_ENV
+
+        old = os.environ.get(TIMEOUT_ENV)
+        os.environ[TIMEOUT_ENV] = f"{self.read_timeout:g}"  # the spawned checker inherits it
+        try:
+            self.proc.start()
+        finally:
+            if old is None:
+                del os.environ[TIMEOUT_ENV]
+            else:
+                os.environ[TIMEOUT_ENV] = old
 
     def _restart(self) -> None:
         self.proc.kill()
@@ -304,13 +318,16 @@ def campaign(
     keep: Path | None = None,
     progress: bool = False,
     timeout: float = 120.0,
+    read_timeout: float = 10.0,
 ) -> list[Outcome]:
     """Run ``per_reader`` mutations for each reader; every outcome, problems included."""
     from tqdm import tqdm
 
+    if timeout <= 3 * read_timeout:
+        raise ValueError(f"--timeout {timeout:g} must exceed 3 x --read-timeout {read_timeout:g}")
     rng = np.random.default_rng(seed)
     outcomes = []
-    checker = IsolatedChecker(timeout)
+    checker = IsolatedChecker(timeout, read_timeout)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for name in readers:
@@ -350,9 +367,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="copy failing mutants into this folder")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant before it counts as a hang")
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        help="the HDF5 read-through guard's limit in the checks, in seconds (default: %(default)s; "
+        "the converter's own default is 60)",
+    )
     args = parser.parse_args(argv)
+    if args.timeout <= 3 * args.read_timeout:
+        parser.error(f"--timeout must exceed 3 x --read-timeout ({3 * args.read_timeout:g} s)")
     outcomes = campaign(
-        args.readers.split(","), args.per_reader, args.seed, args.keep, progress=True, timeout=args.timeout
+        args.readers.split(","),
+        args.per_reader,
+        args.seed,
+        args.keep,
+        progress=True,
+        timeout=args.timeout,
+        read_timeout=args.read_timeout,
     )
     print(f"\nfuzz campaign, seed {args.seed}: {args.per_reader} mutations per reader")
     print(f"  {'reader':<13} {'mutants':>7} {'converted':>9} {'refused':>7} {'failures':>8}")
