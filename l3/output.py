@@ -3,6 +3,7 @@ and how the finished folder takes the target's place."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,15 @@ class Summary:
 
     def count_bytes(self) -> None:
         """``nbytes``: the size of every file of the written dataset at ``output``."""
-        self.nbytes = sum(p.stat().st_size for p in self.output.rglob("*") if p.is_file())
+        total, todo = 0, [self.output]
+        while todo:
+            with os.scandir(todo.pop()) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_size
+        self.nbytes = total
 
     def table(self) -> str:
         head = ("source", "files", "episodes", "kept", "failed dropped", "failed kept", "bad skipped", "frames")

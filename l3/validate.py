@@ -245,9 +245,12 @@ def _check_parquet(
         c.bad(rel, "missing")
         return
     try:
-        if not deep and _check_footer(c, rel, pq.read_metadata(p), k, length, offset, fps, features, task_ids):
-            return
-        t = pq.ParquetFile(p).read()  # read_table goes through pyarrow.dataset: slower per file
+        # ParquetFile on the path string: pq.read_metadata and read_table first resolve a filesystem for it,
+        # which costs more per file than reading a small footer
+        with pq.ParquetFile(str(p)) as pf:
+            if not deep and _check_footer(c, rel, pf.metadata, k, length, offset, fps, features, task_ids):
+                return
+            t = pf.read()
     except Exception as e:  # noqa: BLE001 - any reader error is a violation
         c.bad(rel, f"unreadable parquet ({e})")
         return
