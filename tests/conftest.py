@@ -15,6 +15,23 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTED_RUN = REPO / "l2" / "scripted" / "run.py"
 
 
+def pytest_configure(config) -> None:
+    """Under pytest-xdist, each worker, and every simulator or trainer its tests start, gets its share of the cores'
+    OpenMP and torch threads (as ``--workers`` gives each collector: :func:`l2.distributed.thread_limit`); with the
+    default, one thread per core in every process, their waiting threads spin on the cores the others need. An
+    ``OMP_NUM_THREADS`` the user set is kept."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers < 2 or "OMP_NUM_THREADS" in os.environ:
+        return
+    from l2.distributed import thread_limit
+    from l2.recording.workers import usable_cores
+
+    threads = max(1, usable_cores() // workers)
+    os.environ.update(thread_limit(threads))
+    if "torch" in sys.modules:  # already imported by a plugin: its thread pool is not made yet
+        sys.modules["torch"].set_num_threads(threads)
+
+
 def run_scripted(*args: str) -> subprocess.CompletedProcess:
     """``l2/scripted/run.py`` in its own process (one simulator per process)."""
     return subprocess.run([sys.executable, str(SCRIPTED_RUN), *args], capture_output=True, text=True, timeout=900)
