@@ -257,8 +257,11 @@ def check(reader: Reader, mutant: Path, good: Path, work: Path) -> tuple[list[st
     return problems, converted
 
 
-def _serve(conn) -> None:
+def _serve(conn, read_timeout: float) -> None:
     """The checking process: runs :func:`check` for each (reader name, mutant, good, work) it receives."""
+    from l2.format.hdf5_guard import TIMEOUT_ENV
+
+    os.environ[TIMEOUT_ENV] = f"{read_timeout:g}"
     while True:
         name, mutant, good, work = conn.recv()
         conn.send(check(READERS[name], mutant, good, work))
@@ -276,18 +279,8 @@ class IsolatedChecker:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        from l2.format.hdf5_guard import TIMEOUT_ENV
-
-        old = os.environ.get(TIMEOUT_ENV)
-        os.environ[TIMEOUT_ENV] = f"{self.read_timeout:g}"  # the spawned checker inherits it
-        try:
-            self.proc.start()
-        finally:
-            if old is None:
-                del os.environ[TIMEOUT_ENV]
-            else:
-                os.environ[TIMEOUT_ENV] = old
+        self.proc = ctx.Process(target=_serve, args=(child, self.read_timeout), daemon=True)
+        self.proc.start()
 
     def _restart(self) -> None:
         self.proc.kill()
@@ -376,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.timeout <= 3 * args.read_timeout:
-        parser.error(f"--timeout must exceed 3 x --read-timeout ({3 * args.read_timeout:g} s)")
+        parser.error(f"--timeout {args.timeout:g} must exceed 3 x --read-timeout {args.read_timeout:g}")
     outcomes = campaign(
         args.readers.split(","),
         args.per_reader,
