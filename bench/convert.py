@@ -8,7 +8,7 @@ Measures (all on synthetic lift-cube L2 files written to a temp folder):
           through LeRobotDataset.create/add_frame/save_episode (its own venv, scripts/setup_lerobot.sh),
           vs a bare pyarrow write of the same rows (the limit), and vs plain h5py reads of each
           episode plus that write (the least any HDF5 -> parquet converter does). Inputs are stored as
-          Isaac Lab writes them (gzip chunks; --storage plain: contiguous). Interleaved, best of 3.
+          Isaac Lab writes them (gzip chunks; --storage plain: contiguous). Interleaved, best of 5.
   video   encode frames/s of l3.video (PyAV, one x264 thread: reproducible bytes) vs the ffmpeg CLI with
           libx264 on the same frames and the same encoder settings, with one thread (like for like) and
           with its default threads (ffmpeg from PATH, else the one imageio-ffmpeg ships in the LeRobot venv).
@@ -120,7 +120,8 @@ def read_and_write(files: list[str], tables: list[pa.Table], dst: Path) -> float
     return time.perf_counter() - t
 
 
-STATE_REPEATS = 3
+STATE_REPEATS = 5
+"""Rounds of the three state-only timings, interleaved; each keeps its best (single runs swing by +-20 % here)."""
 
 
 LEROBOT_WRITER = textwrap.dedent("""
