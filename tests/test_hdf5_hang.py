@@ -6,6 +6,8 @@ strings live) with its object headers zeroed, which libhdf5 2.0 parses forever.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +129,31 @@ def test_a_file_checked_ahead_is_answered_part_by_part(tmp_path, monkeypatch, ca
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {bad}:/: the HDF5 library did not finish"), lines
     assert not out.exists() and not list(out.parent.iterdir())
+
+
+def test_a_forked_child_leaves_the_parents_check_alone(tmp_path):
+    """A child forked while a check ahead is still answering (a test's forked writer, a pool worker) checks files
+    with a helper of its own: reading the parent's pending answers there left the parent waiting for them forever
+    (a hang of the whole suite under pytest-xdist, 2026-12-03)."""
+    from l2.format import hdf5_guard
+
+    bad = str(_loops_in_demo_1(tmp_path / "scripted_a.hdf5"))
+    good = str(make_l2_file(tmp_path / "scripted_b.hdf5", 2))
+    hdf5_guard.check_ahead([bad], timeout=5)
+    assert read_through(bad, part="demo_0") is None  # demo_1's answers are still to come
+    pid = os.fork()
+    if pid == 0:  # leaves without its atexit handlers, as a killed writer does
+        os._exit(0 if read_through(good, timeout=60) is None else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+    def hung(*_):
+        raise RuntimeError("the parent's check never answered: its answers were read by the child")  # not an OSError
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        assert "did not finish reading" in read_through(bad)
+        assert read_through(good, timeout=60) is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

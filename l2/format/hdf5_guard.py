@@ -330,6 +330,11 @@ class _Helper:
         while self.ahead is not None and self.ahead.open:
             self._read_ahead()
 
+    def forget(self) -> None:
+        """In a forked child: the helper, its pipes and its pending answers are the parent's. Reading them here
+        would leave the parent waiting for answers this child took, so the child starts a helper of its own."""
+        self.proc, self.ahead, self.lock = None, None, threading.Lock()
+
     def close(self) -> None:
         if self.proc is not None:
             with self.lock:
@@ -349,6 +354,7 @@ def _path() -> str:
 
 _HELPER = _Helper()
 atexit.register(_HELPER.close)
+os.register_at_fork(after_in_child=_HELPER.forget)
 
 
 def _key(path: str) -> tuple | None:
