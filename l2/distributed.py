@@ -543,12 +543,13 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
     """The per-worker table and the summary; 0 only for exactly N demos in shards that validated (each
     worker validates its shard after its last collector run)."""
     from l2.recording import cli
+    from l2.recording.collect import frame_rate
 
     output = Path(args.output)
     head = ("shard", "demos", "new", "attempts", "env-frames/s", "runs", "process s", "seeds")
     rows = []
     for r in results:
-        fps = f"{r.frames / r.sim_seconds:.0f}" if r.sim_seconds else "-"
+        fps = frame_rate(r.frames, r.sim_seconds) if r.sim_seconds else "-"
         rows.append(
             (
                 f"{schema.SHARD_PREFIX}{r.index}",
@@ -579,7 +580,7 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
                 f"{seconds:.1f} s since Ray was up"
                 + (f" ({60 * new / seconds:.1f} new demos/min)" if new and seconds else ""),
             ),
-            ("env-frames/s", f"{frames / sim:.0f} over all workers" if sim else "- (nothing collected)"),
+            ("env-frames/s", f"{frame_rate(frames, sim)} over all workers" if sim else "- (nothing collected)"),
             (
                 "output",
                 f"{output}/shard_<k>.hdf5 (each validated by its worker: python -m l2.format.validate), "

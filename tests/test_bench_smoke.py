@@ -53,6 +53,8 @@ SMOKE = {
             "2",
             "--workers-demos",
             "2",
+            "--workers-repeats",
+            "1",
         ],
         ["speed:", "non-render vs baseline", "memory:", "render time per 224x224 image", "workers:", "peak RSS"],
         ("sim",),

@@ -36,6 +36,12 @@ class CollectionStats:
     """Seconds spent merging the workers' shards into the output."""
 
 
+def frame_rate(frames: int, seconds: float) -> str:
+    """Env-frames/s as the progress bar and the summary print it: a decimal below 100 (camera runs make 5-30)."""
+    rate = frames / max(seconds, 1e-9)
+    return f"{rate:.1f}" if rate < 100 else f"{rate:.0f}"
+
+
 def collect(
     env: ManagerBasedRLEnv,
     num_demos: int | None,
@@ -84,7 +90,9 @@ def collect(
                 on_done(done_ids)
             stats.seconds = time.perf_counter() - start
             bar.set_postfix(
-                success=f"{stats.successes}/{stats.attempts}", fps=f"{stats.frames / stats.seconds:.0f}", refresh=False
+                success=f"{stats.successes}/{stats.attempts}",
+                fps=frame_rate(stats.frames, stats.seconds),
+                refresh=False,
             )
             progress = handler.successes_written if num_demos is not None else stats.attempts
             bar.update(progress - bar.n)  # redraws at most every 0.1 s, also when 0
@@ -127,7 +135,7 @@ def finish(args: argparse.Namespace, stats: CollectionStats, output: Path) -> in
     merged = (
         f" (the {stats.workers} workers' shards merged in {stats.merge_seconds:.1f} s)" if stats.workers > 1 else ""
     )
-    fps = f"{stats.frames / max(stats.seconds, 1e-9):.0f} ({args.num_envs} envs{spread}, {args.device})"
+    fps = f"{frame_rate(stats.frames, stats.seconds)} ({args.num_envs} envs{spread}, {args.device})"
     cli.print_summary(
         [
             *interrupted,
