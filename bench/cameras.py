@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,31 +171,32 @@ def process_tree(root: int) -> list[int]:
     return pids
 
 
-def tree_rss_mb(pids: list[int]) -> float:
-    """The RSS sum of ``pids`` in MB, from ``statm`` (the kernel's counters: cheap to read)."""
-    rss = 0
+def _tree_mb(pids: list[int], kib_of: Callable[[int], int]) -> float:
+    """The sum of ``kib_of(pid)`` over ``pids`` in MB (a process that ended meanwhile counts 0)."""
+    total = 0
     for pid in pids:
         try:
-            rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+            total += kib_of(pid)
         except (OSError, IndexError, ValueError):
             continue
-    return rss / 2**20
+    return total / 1024
+
+
+def tree_rss_mb(pids: list[int]) -> float:
+    """The RSS sum of ``pids`` in MB, from ``statm`` (the kernel's counters: cheap to read)."""
+    return _tree_mb(pids, lambda pid: int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE // 1024)
 
 
 def tree_pss_mb(pids: list[int]) -> float:
     """The PSS sum of ``pids`` in MB: each shared page divided among the processes that map it, so the sum is
     what the tree holds in RAM (the RSS sum counts a shared library once per process). ``smaps_rollup`` walks
     the page tables, so it is read less often than ``statm``."""
-    pss = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    pss += int(line.split()[1]) * 1024
-                    break
-        except (OSError, IndexError, ValueError):
-            continue
-    return pss / 2**20
+
+    def pss_kib(pid: int) -> int:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        return int(text[text.index("\nPss:") + 5 :].split(maxsplit=1)[0])
+
+    return _tree_mb(pids, pss_kib)
 
 
 def cpu_ticks() -> tuple[int, int, int]:
@@ -369,7 +371,6 @@ def main(argv: list[str] | None = None) -> int:
         f"  env-frames/s {one['frames_per_s']:.1f} -> {auto['frames_per_s']:.1f}  "
         f"{auto['frames_per_s'] / one['frames_per_s']:.2f}x (target >= 1.7x on 2 cores)"
     )
-
     print(
         f"  wall time    {one['wall_s']:.1f} s -> {auto['wall_s']:.1f} s  {one['wall_s'] / auto['wall_s']:.2f}x faster"
     )
