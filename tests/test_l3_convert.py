@@ -12,10 +12,11 @@ import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from l3_fixtures import CAMERA, CAMERAS, make_l2_file
+from l3_fixtures import CAMERA, CAMERAS, make_l2_file, state_only_config
 
 from l3 import layout
-from l3.convert import UsageError, convert, main
+from l3.convert import UsageError, convert, main, pool_chunk
+from l3.errors import InputError
 from l3.validate import validate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -285,6 +286,28 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
     assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
     for rel in a:
         assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+
+
+def test_state_only_workers_take_chunks_in_order(tmp_path):
+    """State-only pool workers take several episodes at a time: the same bytes as one process, and a bad
+    episode in the middle of a chunk is the one the error names (nothing left behind)."""
+    cfg = state_only_config(tmp_path, CONFIG)
+    src = [str(make_l2_file(tmp_path / "in" / f"scripted_{k}.hdf5", 12, seed=20 + k)) for k in range(2)]
+    assert pool_chunk(24, 2, cameras=False) == 3 and pool_chunk(24, 2, cameras=True) == 1
+    outs = {w: tmp_path / f"w{w}" for w in (1, 2)}
+    for w, out in outs.items():
+        assert convert(src, out, config=cfg, workers=w, log=lambda m: None).episodes == 24
+    a = sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
+    assert len([rel for rel in a if rel.suffix == ".parquet"]) == 24
+    for rel in a:
+        assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+    _break_nan(Path(src[1]), "demo_4")  # episode 16: the second of its chunk of 3
+    _break_nan(Path(src[1]), "demo_9")
+    for w in (1, 2):
+        with pytest.raises(InputError, match=r"scripted_1\.hdf5:/data/demo_4/obs/joint_vel"):
+            convert(src, tmp_path / f"bad{w}", config=cfg, workers=w, log=lambda m: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in", "w1", "w2", cfg.name])  # no temp folders
 
 
 @pytest.mark.parametrize(
