@@ -36,7 +36,15 @@ SMOKE = {
             "--machine-size",
             "64x48",
         ],
-        ["vs LeRobot", "vs h5py read + pyarrow write", "video encode", "-threads 1", "per machine:", "peak RSS"],
+        [
+            "vs LeRobot",
+            "vs h5py read + pyarrow write",
+            "(the cores) vs h5py",
+            "video encode",
+            "-threads 1",
+            "per machine:",
+            "peak RSS",
+        ],
         ("lerobot",),
     ),
     "cameras.py": (
