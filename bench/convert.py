@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from l2.recording.workers import usable_cores  # noqa: E402
 from l3.mapping import load_mapping  # noqa: E402
 
 CONFIG = REPO / "config" / "lift_cube.yaml"
@@ -293,7 +294,7 @@ def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int],
 
     from l2.format.schema import sorted_demo_names
 
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     files = make_files(work / "machine_in", episodes, length, camera=True, storage=storage, frame_size=size)
     videos = []  # raw bytes of every camera of every episode, read before any timing
     cameras = list(load_mapping(CONFIG).cameras)
@@ -382,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         files = make_files(work / "state_in", args.episodes, args.length, camera=False, storage=args.storage)
         frames = args.episodes * args.length
         state_cfg = state_config(work)
-        cores = len(os.sched_getaffinity(0))
+        cores = usable_cores()
         timed_convert(files, work / "state_out", state_cfg)  # warm: imports, page cache
         timed_convert(files, work / "state_out", state_cfg, workers=cores)  # warm: the pool's fork server
         tables = output_tables(work / "state_out")

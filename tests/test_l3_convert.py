@@ -249,6 +249,15 @@ def _break_nan(path: Path, demo: str) -> None:
         f[f"data/{demo}/obs/joint_vel"][3, 1] = np.nan  # an unmapped term: caught by the L2 checks
 
 
+def _assert_same_files(a: Path, b: Path, suffix: str = "") -> list[Path]:
+    """Assert that folders ``a`` and ``b`` hold the same files, byte for byte; return a's files ending in ``suffix``."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    return [rel for rel in files if rel.name.endswith(suffix)]
+
+
 @pytest.mark.parametrize("max_episodes", [None, 4])
 def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_episodes):
     """A bad episode is skipped before anything is numbered: later ones move down, same bytes for 1 or 2 workers."""
@@ -282,10 +291,7 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
         offset += e["length"]
     tasks = [json.loads(line)["task"] for line in (outs[1] / layout.TASKS_PATH).read_text().splitlines()]
     assert tasks == ["Pick up the cube and lift it.", "valid"] + (["invalid"] if max_episodes is None else [])
-    a = sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
-    assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
-    for rel in a:
-        assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+    _assert_same_files(outs[1], outs[2])
 
 
 def test_state_only_workers_take_chunks_in_order(tmp_path):
@@ -297,11 +303,7 @@ def test_state_only_workers_take_chunks_in_order(tmp_path):
     outs = {w: tmp_path / f"w{w}" for w in (1, 2)}
     for w, out in outs.items():
         assert convert(src, out, config=cfg, workers=w, log=lambda m: None).episodes == 24
-    a = sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
-    assert a == sorted(p.relative_to(outs[2]) for p in outs[2].rglob("*") if p.is_file())
-    assert len([rel for rel in a if rel.suffix == ".parquet"]) == 24
-    for rel in a:
-        assert (outs[1] / rel).read_bytes() == (outs[2] / rel).read_bytes(), rel
+    assert len(_assert_same_files(outs[1], outs[2], ".parquet")) == 24
     _break_nan(Path(src[1]), "demo_4")  # episode 16: the second of its chunk of 3
     _break_nan(Path(src[1]), "demo_9")
     for w in (1, 2):
