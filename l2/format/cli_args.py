@@ -86,6 +86,7 @@ positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 positive_float = float_at_least(0.0, inclusive=False)
 non_negative_float = float_at_least(0.0)
+fraction = float_at_least(0.0, 1.0)
 port = int_at_least(1, 65535)
 port.kind = "port"
 seed = int_at_least(0, 2**32 - 1)

@@ -7,15 +7,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from l2.format import cli_args
 from l2.format.interrupts import StopRequest, stop_on_signals  # noqa: F401  (the runners' names for them)
-from l2.recording.errors import RecordingError
 from l2.recording.output import OnExists
+from l2.recording.sim import OneLineError
 
 
 def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
-    """A runner's parser: first paragraph of its module docstring as description, its examples as epilog;
-    ``prog`` names a module run with ``python -m`` (argparse would show its file name)."""
-    return argparse.ArgumentParser(
+    """A runner's parser (errors in one line): first paragraph of its module docstring as description, its examples
+    as epilog; ``prog`` names a module run with ``python -m`` (argparse would show its file name)."""
+    return cli_args.Parser(
         prog=prog,
         description=doc.split("\n\n")[0],
         epilog="examples:" + doc.split("Examples::")[1],
@@ -24,15 +25,20 @@ def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def add_output_args(
-    parser: argparse.ArgumentParser, *, default_output: str, num_demos: int, workers: bool = False
+    parser: argparse.ArgumentParser, *, default_output: str, num_demos: int, workers: bool = False, min_demos: int = 1
 ) -> None:
-    """``--num_demos``, ``--output`` and what to do with an existing one; ``workers``: also ``--workers``, for a
-    runner that spreads its collection over collector processes (:func:`run_collector`)."""
+    """``--num_demos`` (at least ``min_demos``), ``--output`` and what to do with an existing one; ``workers``: also
+    ``--workers``, for a runner that spreads its collection over collector processes (:func:`run_collector`)."""
     group = parser.add_argument_group("dataset")
     group.add_argument(
-        "--num_demos", type=int, default=num_demos, help="successful demos to write (default: %(default)s)"
+        "--num_demos",
+        type=cli_args.int_at_least(min_demos),
+        default=num_demos,
+        help="successful demos to write (default: %(default)s)",
     )
-    group.add_argument("--output", default=default_output, help="HDF5 file to write (default: %(default)s)")
+    group.add_argument(
+        "--output", type=cli_args.output_file, default=default_output, help="HDF5 file to write (default: %(default)s)"
+    )
     group.add_argument(
         "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"
     )
@@ -40,6 +46,7 @@ def add_output_args(
         "--stats-json",
         "--stats_json",
         dest="stats_json",
+        type=cli_args.output_file,
         default=None,
         metavar="PATH",
         help="also write the run's figures (demos, attempts, env-frames, seconds) as JSON (read by l2.distributed)",
@@ -67,13 +74,13 @@ def add_attempt_args(parser: argparse.ArgumentParser) -> None:
     limit = group.add_mutually_exclusive_group()
     limit.add_argument(
         "--max_attempts",
-        type=int,
+        type=cli_args.positive_int,
         default=None,
         help="give up after this many finished episodes (default: 4 x num_demos + num_envs)",
     )
     limit.add_argument(
         "--episodes",
-        type=int,
+        type=cli_args.positive_int,
         default=None,
         metavar="N",
         help="evaluate instead: run N episodes (rounded up to a multiple of num_envs, the first ones of each env), "
@@ -138,22 +145,42 @@ def validator_verdict(path: Path) -> tuple[bool, str]:
 
 
 def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a runner; a :class:`~l2.recording.handler.RecordingError` (e.g. demos that do not match the file they
-    would be appended to) becomes one line on stderr and exit status 2, with nothing written."""
+    """Run a runner; a :class:`~l2.recording.sim.OneLineError` (e.g. demos that do not match the file they would be
+    appended to, an unknown preset) becomes one line on stderr and exit status 2, with nothing written."""
     try:
         return runner(args)
-    except RecordingError as exc:
+    except OneLineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
+def preflight(args: argparse.Namespace, check: Callable[[argparse.Namespace], None] | None = None) -> None:
+    """What a run can be refused for before any simulator starts: the task, its presets and overrides (parsed as the
+    run would), then the runner's own ``check`` (a checkpoint, a trace); a one-line error and exit status 2."""
+    from l2.recording import sim
+
+    try:
+        sim.parse_task_cfg(args.task, args.device, args.num_envs, args.overrides)
+        if check is not None:
+            check(args)
+    except OneLineError as exc:
+        fail(str(exc))
+
+
 def run_collector(
-    runner: Callable[[argparse.Namespace], int], args: argparse.Namespace, collector: str | list[str], *, desc: str
+    runner: Callable[[argparse.Namespace], int],
+    args: argparse.Namespace,
+    collector: str | list[str],
+    *,
+    desc: str,
+    check: Callable[[argparse.Namespace], None] | None = None,
 ) -> int:
     """Run a collection in this process, or spread it over ``--workers`` collector processes, each started as
-    ``python <collector> ...`` (a script's path, or ``["-m", module]``; :mod:`l2.recording.workers`)."""
+    ``python <collector> ...`` (a script's path, or ``["-m", module]``; :mod:`l2.recording.workers`); after the
+    :func:`preflight` checks, with the runner's ``check``."""
     from l2.recording import workers
 
+    preflight(args, check)
     count = workers.count(args)
     if count > 1:
         command = [str(Path(collector).resolve())] if isinstance(collector, str) else collector
@@ -161,6 +188,4 @@ def run_collector(
     return run_reporting_errors(runner, args)
 
 
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+fail = cli_args.fail

@@ -9,6 +9,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from l2.format import cli_args
+
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv, ManagerBasedRLEnvCfg
 
@@ -24,6 +26,26 @@ class OneLineError(RuntimeError):
         return str(self)
 
 
+class TaskCfgError(OneLineError):
+    """A task, preset or override that the registered cfgs cannot take (found before any simulator starts)."""
+
+
+def device_arg(text: str) -> str:
+    """``--device``: ``cpu``, ``cuda`` or ``cuda:N``."""
+    kind, _, index = text.partition(":")
+    if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
+        raise argparse.ArgumentTypeError(f"{text!r}: give cpu, cuda or cuda:N")
+    return text
+
+
+def override_arg(text: str) -> str:
+    """A Hydra-style override: ``key=value`` (``+key=value`` adds a key, ``~key`` removes one)."""
+    key, sep, _ = text.partition("=")
+    if not (sep or text.startswith("~")) or not key.strip("+~ "):
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. presets=variety or env.episode_length_s=8")
+    return text
+
+
 def add_sim_args(
     parser: argparse.ArgumentParser,
     *,
@@ -34,10 +56,12 @@ def add_sim_args(
     """Isaac Lab's usual flags, plus Hydra-style ``key=value`` overrides (e.g. ``physics=physx``)."""
     group = parser.add_argument_group("simulation")
     group.add_argument("--task", default=task, help=task_help)
-    group.add_argument("--num_envs", type=int, default=num_envs, help="parallel envs (default: %(default)s)")
-    group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
     group.add_argument(
-        "--seed", type=int, default=42, help="env seed, recorded on every episode (default: %(default)s)"
+        "--num_envs", type=cli_args.positive_int, default=num_envs, help="parallel envs (default: %(default)s)"
+    )
+    group.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    group.add_argument(
+        "--seed", type=cli_args.seed, default=42, help="env seed, recorded on every episode (default: %(default)s)"
     )
     group.add_argument(
         "--headless", action="store_true", default=True, help="no viewer (always on kit-less; kept for Isaac Lab's CLI)"
@@ -45,6 +69,7 @@ def add_sim_args(
     group.add_argument(
         "overrides",
         nargs="*",
+        type=override_arg,
         metavar="KEY=VALUE",
         help="Isaac Lab cfg overrides and presets, e.g. physics=physx, presets=franka_nucleus, env.episode_length_s=8",
     )
@@ -67,16 +92,118 @@ def load_env_cfg(
     task: str, device: str, num_envs: int, seed: int | None, overrides: Sequence[str] = ()
 ) -> ManagerBasedRLEnvCfg:
     """Parse the registered cfg with presets/overrides applied and make sure its robot asset exists."""
-    from isaaclab_tasks.utils import parse_env_cfg
-
     from l2.assets.franka_build import ensure_franka_usd, franka_usd_path
 
-    register_tasks()
-    env_cfg = parse_env_cfg(task, device=device, num_envs=num_envs, overrides=list(overrides))
+    env_cfg = parse_task_cfg(task, device, num_envs, overrides)
     env_cfg.seed = seed
     if getattr(env_cfg.scene.robot.spawn, "usd_path", None) == str(franka_usd_path()):
         ensure_franka_usd()
     return env_cfg
+
+
+def parse_task_cfg(task: str, device: str, num_envs: int, overrides: Sequence[str] = ()) -> ManagerBasedRLEnvCfg:
+    """The registered cfg of ``task`` with ``overrides`` applied (Isaac Lab's ``parse_env_cfg``); a
+    :class:`TaskCfgError` for an unknown task, preset or key, or a value of the wrong type. Starts no simulator."""
+    init_warp(device)
+    from isaaclab_tasks.utils import parse_env_cfg
+
+    check_task(task)
+    try:
+        env_cfg = parse_env_cfg(task, device=device, num_envs=num_envs, overrides=list(overrides))
+    except (ValueError, AttributeError, KeyError, TypeError, IndexError) as exc:  # what a bad preset or key raises
+        raise TaskCfgError(_override_error(task, overrides, exc)) from None
+    _check_override_types(task, overrides, env_cfg)
+    return env_cfg
+
+
+NO_CUDA_NOTE = "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver."
+
+
+def init_warp(device: str) -> None:
+    """Initialise Warp (Isaac Lab does on import); for a CPU run, without the line Warp's native code prints on
+    stderr on every machine without a CUDA driver (anything else it prints is passed on)."""
+    import os
+    import tempfile
+
+    import warp as wp
+
+    if not device.startswith("cpu"):
+        wp.init()
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            wp.init()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        caught.seek(0)
+        text = caught.read().decode(errors="replace")
+    rest = [line for line in text.splitlines() if line and not line.startswith(NO_CUDA_NOTE)]
+    if rest:
+        print("\n".join(rest), file=sys.stderr, flush=True)
+
+
+def check_task(task: str) -> None:
+    """Raise :class:`TaskCfgError` unless ``task`` is a registered gym id (ours are registered first)."""
+    import gymnasium as gym
+
+    register_tasks()
+    if task not in gym.registry:
+        ours = sorted(k for k in gym.registry if k.startswith("L2-"))
+        raise TaskCfgError(f"--task {task}: no such registered task (this package's: {', '.join(ours)})")
+
+
+def _override_error(task: str, overrides: Sequence[str], exc: Exception) -> str:
+    """One line for what ``parse_env_cfg`` raised on ``overrides``: the overrides, Isaac Lab's first line, and for an
+    unknown preset the task's preset names."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    line = f"{' '.join(overrides)}: {first}"
+    if "preset" in first.lower():
+        from isaaclab_tasks.utils.hydra import collect_presets
+        from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+        names = {
+            n
+            for fields in collect_presets(load_cfg_from_registry(task, "env_cfg_entry_point")).values()
+            for n in fields
+        }
+        line += f" (the presets of {task}: {', '.join(sorted(names - {'default'}))})"
+    return line
+
+
+def _check_override_types(task: str, overrides: Sequence[str], env_cfg) -> None:
+    """Raise :class:`TaskCfgError` for an ``env.<path>=VALUE`` override whose value is not of the type the task's
+    cfg holds there (Isaac Lab sets any value it is given, e.g. ``env.episode_length_s=abc`` as a string, and the
+    run would fail only once the env is built)."""
+    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+    default = None
+    for text in overrides:
+        key, _, value = text.partition("=")
+        if not key.startswith("env."):
+            continue
+        if default is None:
+            default = load_cfg_from_registry(task, "env_cfg_entry_point")
+        before, after = _at(default, key[4:]), _at(env_cfg, key[4:])
+        if before is None or after is None:
+            continue
+        number = isinstance(before, int | float) and not isinstance(before, bool)
+        if (number and not (isinstance(after, int | float) and not isinstance(after, bool))) or (
+            isinstance(before, bool) and not isinstance(after, bool)
+        ):
+            raise TaskCfgError(f"{text}: {key} holds a {type(before).__name__} ({before!r}), not {value!r}")
+
+
+def _at(cfg, path: str):
+    """The value at a dotted ``path`` of a cfg (None when a part is missing)."""
+    for part in path.split("."):
+        cfg = cfg.get(part) if isinstance(cfg, dict) else getattr(cfg, part, None)
+        if cfg is None:
+            return None
+    return cfg
 
 
 @contextlib.contextmanager

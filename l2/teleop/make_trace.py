@@ -11,7 +11,6 @@ down to it, close, lift) plus a ``start`` event. The session records them with t
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,6 +19,8 @@ from pathlib import Path
 import torch
 from isaaclab.devices import DeviceBase
 
+from l2.format import cli_args
+from l2.recording.sim import OneLineError, override_arg
 from l2.teleop.devices import POS_STEP, ROT_STEP
 
 # (phase, height of the end effector above the cube centre, gripper, ticks to hold after reaching it)
@@ -108,18 +109,27 @@ def make_trace(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", default="config/teleop/lift_cube_trace.json")
-    parser.add_argument("--seed", type=int, default=42)
+    parser = cli_args.Parser(prog="python -m l2.teleop.make_trace", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--output",
+        type=cli_args.output_file,
+        default="config/teleop/lift_cube_trace.json",
+        help="trace to write (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=cli_args.seed, default=42, help="the session's seed (default: %(default)s)")
     parser.add_argument(
         "overrides",
         nargs="*",
+        type=override_arg,
         metavar="KEY=VALUE",
         help="cfg overrides and presets of the session, e.g. presets=no_cameras (faster; the trace "
         "replays the same with or without cameras)",
     )
     args = parser.parse_args(argv)
-    return make_trace(args.output, args.seed, overrides=args.overrides)
+    try:
+        return make_trace(args.output, args.seed, overrides=args.overrides)
+    except OneLineError as exc:
+        cli_args.fail(str(exc))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from l2.format import cli_args
 from l2.recording import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Teleop"
@@ -35,33 +36,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=1, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10)
+    cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10, min_demos=0)
     group = parser.add_argument_group("teleoperation")
     group.add_argument(
         "--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)"
     )
-    group.add_argument("--trace", default=None, help="device-input trace to play with --teleop_device replay")
+    group.add_argument(
+        "--trace",
+        type=cli_args.existing_file,
+        default=None,
+        help="device-input trace to play with --teleop_device replay",
+    )
     group.add_argument(
         "--record-trace",
         "--record_trace",
         dest="record_trace",
+        type=cli_args.output_file,
         default=None,
         help="write this session's device inputs and control events to a trace (JSON)",
     )
     group.add_argument(
         "--num_success_steps",
-        type=int,
+        type=cli_args.positive_int,
         default=10,
         help="consecutive steps the success term must hold before an attempt is saved (default: %(default)s)",
     )
     group.add_argument(
         "--step_hz",
-        type=float,
+        type=cli_args.positive_float,
         default=None,
         help="session ticks per second (default: the control rate for live devices, unthrottled for replay)",
     )
     group.add_argument(
-        "--sensitivity", type=float, default=1.0, help="scale of the device steps (default: %(default)s)"
+        "--sensitivity",
+        type=cli_args.positive_float,
+        default=1.0,
+        help="scale of the device steps (default: %(default)s)",
     )
     group.add_argument(
         "--visualizer",
@@ -72,16 +82,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     group.add_argument(
         "--viewer_port",
-        type=int,
+        type=cli_args.port,
         default=8080,
         help="port of the viser web page, http://localhost:PORT (default: %(default)s)",
     )
-    group.add_argument("--log_actions", default=None, help="also save every action sent to the env (.npz)")
+    group.add_argument(
+        "--log_actions",
+        type=cli_args.output_file,
+        default=None,
+        help="also save every action sent to the env (.npz)",
+    )
     args = parser.parse_args(argv)
     if args.num_envs != 1:
         parser.error("teleoperation drives one env (--num_envs 1)")
-    if args.num_demos < 0:
-        parser.error("--num_demos must be >= 0 (0: until quit)")
     if (args.teleop_device == "replay") != (args.trace is not None):
         parser.error("--trace goes with --teleop_device replay, and replay needs --trace")
     if args.teleop_device == "replay" and args.record_trace:
