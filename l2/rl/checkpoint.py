@@ -12,11 +12,13 @@ env/agent cfgs it was trained with)::
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from l2.format import cli_args
+from l2.format.l2file import one_line
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv
@@ -82,12 +84,23 @@ def check_layout(path: str | Path, checkpoint: dict, env: ManagerBasedRLEnv) -> 
 
 
 def load(path: str | Path, device: str) -> dict:
-    """An rsl_rl checkpoint file's contents; :class:`LayoutError` when there is no such file."""
+    """An rsl_rl checkpoint file's contents; :class:`LayoutError` when there is no such file or it is not an rsl_rl
+    checkpoint (an actor's weights that :func:`checkpoint_layout` can read)."""
     import torch
 
     if not Path(path).is_file():
         raise LayoutError(f"{path}: no such checkpoint")
-    return torch.load(path, map_location=device, weights_only=False)
+    try:
+        checkpoint = torch.load(path, map_location=device, weights_only=False)
+    except Exception as exc:  # noqa: BLE001  (torch.load raises anything unpickling can on a file that is not one)
+        raise LayoutError(
+            f"{path}: not a torch checkpoint ({type(exc).__name__}: {one_line(str(exc))[:160]})"
+        ) from None
+    try:
+        checkpoint_layout(checkpoint)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+        raise LayoutError(f"{path}: not an rsl_rl checkpoint (no actor_state_dict with mlp.<i>.weight)") from None
+    return checkpoint
 
 
 def inference_policy(env: ManagerBasedRLEnv, path: str | Path, checkpoint: dict, agent_cfg):
@@ -138,14 +151,17 @@ def export(source: Path, target: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", type=Path, help="model_<it>.pt of a run of l2/rl/train.py")
-    parser.add_argument("--to", type=Path, default=SHIPPED, help="folder to write (default: the shipped policy)")
+    parser = cli_args.Parser(prog="python -m l2.rl.checkpoint", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=cli_args.existing_file, help="model_<it>.pt of a run of l2/rl/train.py")
+    parser.add_argument(
+        "--to", type=cli_args.output_folder, default=str(SHIPPED), help="folder to write (default: the shipped policy)"
+    )
     args = parser.parse_args(argv)
-    if not args.checkpoint.is_file():
-        print(f"error: {args.checkpoint}: no such checkpoint", file=sys.stderr)
-        return 2
-    print(f"exported {export(args.checkpoint, args.to)}")
+    try:
+        load(args.checkpoint, "cpu")
+    except LayoutError as exc:
+        cli_args.fail(str(exc))
+    print(f"exported {export(Path(args.checkpoint), Path(args.to))}")
     return 0
 
 

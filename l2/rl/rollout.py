@@ -22,6 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from l2.format import cli_args
 from l2.recording import cli, sim
 from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
@@ -30,6 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     parser.add_argument(
         "--checkpoint",
+        type=cli_args.existing_file,
         default=None,
         help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the shipped policy, "
         "l2/rl/checkpoints/lift_cube_ppo/model.pt)",
@@ -74,7 +76,17 @@ def rollout(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_collector(rollout, parse_args(argv), __file__, desc="rl demos")
+    return cli.run_collector(rollout, parse_args(argv), __file__, desc="rl demos", check=_check_checkpoint)
+
+
+def _check_checkpoint(args: argparse.Namespace) -> None:
+    """Refuse, before any simulator starts, a --checkpoint that is not an rsl_rl checkpoint."""
+    from l2.rl import checkpoint as ckpt
+
+    try:
+        ckpt.load(args.checkpoint or ckpt.SHIPPED_MODEL, "cpu")
+    except ckpt.LayoutError as exc:
+        cli.fail(str(exc))
 
 
 if __name__ == "__main__":
