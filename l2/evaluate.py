@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from l2.format import schema
+from l2.format import cli_args, schema
 from l2.policy.report import EpisodeResult, EvaluationReport, rate_text
 from l2.recording import cli, sim
 from l2.recording.workers import AUTO, usable_cores, workers_arg
@@ -81,12 +81,15 @@ def parse_policy(text: str | None) -> PolicySpec:
     kind, _, target = text.partition(":")
     if kind not in ("rsl_rl", "server", "replay") or not target:
         raise argparse.ArgumentTypeError(f"--policy {text!r}: expected rsl_rl:PATH, server:HOST:PORT or replay:DATASET")
-    if kind == "server":
-        host, _, port = target.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise argparse.ArgumentTypeError(
-                f"--policy {text!r}: a server is server:HOST:PORT, e.g. server:localhost:5555"
-            )
+    try:
+        if kind == "server":
+            cli_args.host_port(target)
+        elif kind == "rsl_rl":
+            cli_args.existing_file(target)
+        else:
+            cli_args.existing_folder(target)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"--policy {text!r}: {exc}") from None
     return PolicySpec(kind, target)
 
 
@@ -685,20 +688,6 @@ def _finish(args: argparse.Namespace, report: EvaluationReport) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__, "python -m l2.evaluate")
     group = parser.add_argument_group("policy")
@@ -712,14 +701,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     group.add_argument(
         "--config",
-        type=Path,
-        default=DEFAULT_CONFIG,
+        type=cli_args.existing_file,
+        default=str(DEFAULT_CONFIG),
         help="served policies: the L3 mapping config the training dataset was converted with "
         "(default: config/lift_cube.yaml)",
     )
     group.add_argument(
         "--action-horizon",
-        type=_positive,
+        type=cli_args.positive_int,
         default=None,
         metavar="H",
         help="actions of each answered chunk to apply before asking again (default: the whole chunk)",
@@ -731,42 +720,59 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(Isaac-GR00T's replay policy); default: one request for all envs",
     )
     group.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds to wait for each server answer (default: %(default)s)"
+        "--timeout",
+        type=cli_args.positive_float,
+        default=60.0,
+        help="seconds to wait for each server answer (default: %(default)s)",
     )
     group.add_argument("--api-token", default=None, help="the token a server was started with")
     group = parser.add_argument_group("episodes")
     group.add_argument(
         "--episodes",
-        type=_positive,
+        type=cli_args.positive_int,
         default=None,
         metavar="N",
         help=f"episodes to run (default: {DEFAULT_EPISODES}; with --reset-from, one per demo)",
     )
     group.add_argument(
         "--reset-from",
+        type=cli_args.existing_file,
         default=None,
         metavar="L2FILE",
         help="start episode i in demo i's initial_state of this L2 file (paired comparisons, replays)",
     )
     group.add_argument(
         "--min-success",
-        type=_rate,
+        type=cli_args.fraction,
         default=None,
         metavar="RATE",
         help="exit 1 when the success rate is below this (e.g. 0.8)",
     )
     group = parser.add_argument_group("outputs")
-    group.add_argument("--report", default=None, metavar="FILE.json", help="write the report (per episode) as JSON")
-    group.add_argument("--videos", default=None, metavar="DIR", help="write MP4s of the first episodes, per camera")
+    group.add_argument(
+        "--report",
+        type=cli_args.output_file,
+        default=None,
+        metavar="FILE.json",
+        help="write the report (per episode) as JSON",
+    )
+    group.add_argument(
+        "--videos",
+        type=cli_args.output_folder,
+        default=None,
+        metavar="DIR",
+        help="write MP4s of the first episodes, per camera",
+    )
     group.add_argument(
         "--video-episodes",
-        type=_positive,
+        type=cli_args.positive_int,
         default=2,
         metavar="M",
         help="how many episodes --videos films (default: %(default)s)",
     )
     group.add_argument(
         "--record",
+        type=cli_args.output_file,
         default=None,
         metavar="FILE",
         help="record the rollouts in the L2 schema (source tag 'policy'), e.g. data/demos/policy_lift_cube.hdf5",
@@ -804,11 +810,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         count = _workers(args)
         if count > 1:
+            _preflight(args)
             return evaluate_spread(args, count, _planned_episodes(args))
         return evaluate(args)
-    except EvaluationError as exc:
+    except sim.OneLineError as exc:  # an EvaluationError, or the task's cfg refusing an override
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _preflight(args: argparse.Namespace) -> None:
+    """What a spread evaluation is refused for before its processes start: an rsl_rl checkpoint that is not one, and
+    the task's presets and overrides (a --reset-from file's task, when --task is not given, each process reads)."""
+    if args.policy.kind == "rsl_rl":
+        from l2.rl import checkpoint as ckpt
+        from l2.rl.train import DEFAULT_TASK as RL_TASK
+
+        try:
+            ckpt.load(args.policy.target, "cpu")
+        except ckpt.LayoutError as exc:
+            raise EvaluationError(str(exc)) from None
+        sim.parse_task_cfg(args.task or RL_TASK, args.device, args.num_envs, args.overrides)
+    elif args.task or not args.reset_from:
+        sim.parse_task_cfg(args.task or sim.DEFAULT_TASK, args.device, args.num_envs, args.overrides)
 
 
 if __name__ == "__main__":
