@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 
-from l2.format import schema
-from l2.recording import cli
+from l2.format import cli_args, schema
+from l2.recording import cli, sim
 
 if TYPE_CHECKING:
     import torch
@@ -421,16 +421,9 @@ def _episodes(text: str) -> list[int]:
     return values
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"--min-rate must be in [0, 1], got {text}")
-    return value
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__, "python -m l2.replay")
-    parser.add_argument("file", help="L2 HDF5 file (scripted, teleop or RL demos)")
+    parser.add_argument("file", type=cli_args.existing_file, help="L2 HDF5 file (scripted, teleop or RL demos)")
     parser.add_argument(
         "--episodes",
         type=_episodes,
@@ -440,13 +433,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--min-rate",
-        type=_rate,
+        type=cli_args.fraction,
         default=DEFAULT_MIN_RATE,
         help="exit 1 when fewer than this share of the recorded successes reproduce (default: %(default)s)",
     )
     parser.add_argument(
         "--hold-steps",
-        type=int,
+        type=cli_args.non_negative_int,
         default=DEFAULT_HOLD_STEPS,
         help="steps a demo's last action is held when its success has not fired by then: a demo "
         "ends on the step its success fired, which a replay can reach a step late "
@@ -454,12 +447,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     group = parser.add_argument_group("simulation")
     group.add_argument(
-        "--num_envs", type=int, default=4, help="demos replayed at once, one per env (default: %(default)s)"
+        "--num_envs",
+        type=cli_args.positive_int,
+        default=4,
+        help="demos replayed at once, one per env (default: %(default)s)",
     )
-    group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    group.add_argument(
+        "--device", type=sim.device_arg, default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)"
+    )
     group.add_argument(
         "overrides",
         nargs="*",
+        type=sim.override_arg,
         metavar="KEY=VALUE",
         help="Isaac Lab cfg overrides and presets (presets=no_cameras is added unless --images)",
     )
@@ -468,12 +467,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also render the cameras and compare every replayed frame with the recorded one (PSNR)",
     )
-    args = parser.parse_args(argv)
-    if args.num_envs < 1:
-        parser.error("--num_envs must be at least 1")
-    if args.hold_steps < 0:
-        parser.error("--hold-steps must be at least 0")
-    return args
+    return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -549,7 +543,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
+    return cli.run_reporting_errors(run, parse_args(argv))
 
 
 if __name__ == "__main__":
