@@ -22,6 +22,8 @@ import contextlib
 import sys
 from pathlib import Path
 
+from l2.format import cli_args
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "config" / "lift_cube.yaml"
 LOWDIM_CONFIG = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
@@ -38,7 +40,9 @@ def _replay(args: argparse.Namespace):
 
     try:
         mapping = load_mapping(args.config) if args.config else None
-        return DatasetReplayPolicy(args.dataset, mapping, args.horizon, args.execution_horizon, where=str(args.config))
+        return DatasetReplayPolicy(
+            Path(args.dataset), mapping, args.horizon, args.execution_horizon, where=str(args.config)
+        )
     except (ConfigError, DatasetError) as exc:
         raise ServeError(str(exc)) from None
 
@@ -49,7 +53,9 @@ def _robomimic(args: argparse.Namespace):
     from l3.mapping import load_mapping
 
     try:
-        return RobomimicPolicy(args.checkpoint, load_mapping(args.config), where=str(args.config), device=args.device)
+        return RobomimicPolicy(
+            Path(args.checkpoint), load_mapping(args.config), where=str(args.config), device=args.device
+        )
     except (ConfigError, CheckpointError) as exc:
         raise ServeError(str(exc)) from None
 
@@ -60,7 +66,9 @@ def _lerobot(args: argparse.Namespace):
     from l3.mapping import load_mapping
 
     try:
-        return LeRobotPolicy(args.checkpoint, load_mapping(args.config), where=str(args.config), device=args.device)
+        return LeRobotPolicy(
+            Path(args.checkpoint), load_mapping(args.config), where=str(args.config), device=args.device
+        )
     except (ConfigError, CheckpointError) as exc:
         raise ServeError(str(exc)) from None
 
@@ -69,7 +77,7 @@ POLICIES = {"replay": _replay, "robomimic": _robomimic, "lerobot": _lerobot}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = cli_args.Parser(
         prog="python -m l2.serve",
         description=__doc__.split("\n\n")[0],
         epilog="examples:" + __doc__.split("Examples::")[1],
@@ -77,27 +85,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     replay = kinds.add_parser("replay", help="a GR00T LeRobot dataset's recorded actions")
-    replay.add_argument("dataset", type=Path, help="GR00T LeRobot dataset folder (l3/convert.py output)")
+    replay.add_argument(
+        "dataset", type=cli_args.existing_folder, help="GR00T LeRobot dataset folder (l3/convert.py output)"
+    )
     replay.add_argument(
         "--config",
-        type=Path,
-        default=DEFAULT_CONFIG,
+        type=cli_args.existing_file,
+        default=str(DEFAULT_CONFIG),
         help="the mapping config the dataset was converted with; its modality.json must match "
         "(default: config/lift_cube.yaml)",
     )
-    replay.add_argument("--horizon", type=int, default=16, help="actions per answer (default: %(default)s)")
+    replay.add_argument(
+        "--horizon", type=cli_args.positive_int, default=16, help="actions per answer (default: %(default)s)"
+    )
     replay.add_argument(
         "--execution-horizon",
-        type=int,
+        type=cli_args.positive_int,
         default=None,
         help="steps a client applies per answer, when it does not say which step it is at (default: --horizon)",
     )
     robomimic = kinds.add_parser("robomimic", help="a robomimic checkpoint (model_epoch_<n>.pth)")
-    robomimic.add_argument("checkpoint", type=Path, help="robomimic checkpoint (.pth)")
+    robomimic.add_argument("checkpoint", type=cli_args.existing_file, help="robomimic checkpoint (.pth)")
     robomimic.add_argument(
         "--config",
-        type=Path,
-        default=LOWDIM_CONFIG,
+        type=cli_args.existing_file,
+        default=str(LOWDIM_CONFIG),
         help="mapping config whose state keys are the checkpoint's observation keys and whose "
         "action keys split its action (default: config/robomimic/lift_cube_lowdim.yaml)",
     )
@@ -105,19 +117,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     lerobot = kinds.add_parser("lerobot", help="a LeRobot checkpoint of lerobot-train (ACT, Diffusion, ...)")
     lerobot.add_argument(
         "checkpoint",
-        type=Path,
+        type=cli_args.existing_folder,
         help="its pretrained_model folder (or the step folder, or the run folder: the last one)",
     )
     lerobot.add_argument(
         "--config",
-        type=Path,
-        default=DEFAULT_CONFIG,
+        type=cli_args.existing_file,
+        default=str(DEFAULT_CONFIG),
         help="the mapping config its training dataset was converted with (default: config/lift_cube.yaml)",
     )
     lerobot.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     for sub in (replay, robomimic, lerobot):
         sub.add_argument("--host", default="*", help="interface to bind (default: all)")
-        sub.add_argument("--port", type=int, default=5555, help="TCP port (default: %(default)s, GR00T's)")
+        sub.add_argument("--port", type=cli_args.port, default=5555, help="TCP port (default: %(default)s, GR00T's)")
         sub.add_argument("--api-token", default=None, help="refuse requests that do not carry this token")
         sub.add_argument("--quiet", action="store_true", help="no line per request")
     return parser.parse_args(argv)
@@ -133,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         policy = POLICIES[args.kind](args)
     except ServeError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # robomimic and LeRobot live in venvs of their own
+        venv = {"replay": "", "robomimic": "scripts/setup_robomimic.sh", "lerobot": "scripts/setup_lerobot.sh"}
+        print(
+            f"error: {args.kind} policies need {exc.name}, which {sys.executable} lacks: run the server with the "
+            f"python of the venv {venv[args.kind]} builds",
+            file=sys.stderr,
+        )
         return 2
     try:
         server = PolicyServer(
