@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from l2.bc.train import MAPPING, shown
+from l2.format import atomic, cli_args
 
 SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "lift_cube_bc"
 SHIPPED_MODEL = SHIPPED / "model.pth"
@@ -33,39 +34,73 @@ def _relative_paths(config: dict) -> dict:
     return config
 
 
+RUN_FILES = ("summary.json", "config.json", "learning_curve.png")
+"""What a finished run of ``python -m l2.bc.train`` holds besides its checkpoints."""
+
+
+class ShipError(Exception):
+    """A run that cannot be shipped (one line: the file and what is wrong)."""
+
+
+def _checkpoint_path(run: Path) -> Path:
+    """The last epoch's checkpoint of a finished run; :class:`ShipError` when a file is missing or unreadable."""
+    for name in RUN_FILES:
+        if not (run / name).is_file():
+            raise ShipError(f"{run / name}: missing (not a finished run of python -m l2.bc.train)")
+    try:
+        epochs = int(json.loads((run / "summary.json").read_text())["epochs"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ShipError(f"{run / 'summary.json'}: no epoch count ({type(exc).__name__}: {exc})") from None
+    path = run / "models" / f"model_epoch_{epochs}.pth"
+    if not path.is_file():
+        raise ShipError(f"{path}: missing (the run's last epoch, by its summary.json)")
+    return path
+
+
 def ship(run: Path, target: Path) -> Path:
+    """Write the run's policy into ``target``, whole: built in a folder beside it and renamed into place, so a
+    failure leaves the folder that was there (:class:`ShipError` for a run that is not finished)."""
     import torch
 
+    source = _checkpoint_path(run)
+    try:
+        checkpoint = torch.load(source, map_location="cpu", weights_only=False)
+        checkpoint["config"] = json.dumps(_relative_paths(json.loads(checkpoint["config"])), indent=4)
+        config = _relative_paths(json.loads((run / "config.json").read_text()))
+    except Exception as exc:  # noqa: BLE001  (unpickling and JSON raise anything on a file that is not theirs)
+        raise ShipError(f"{source}: not a robomimic checkpoint of this run ({type(exc).__name__})") from None
     summary = json.loads((run / "summary.json").read_text())
-    checkpoint = torch.load(
-        run / "models" / f"model_epoch_{summary['epochs']}.pth", map_location="cpu", weights_only=False
-    )
-    checkpoint["config"] = json.dumps(_relative_paths(json.loads(checkpoint["config"])), indent=4)
-    target.mkdir(parents=True, exist_ok=True)
-    torch.save(checkpoint, target / "model.pth")
-    config = _relative_paths(json.loads((run / "config.json").read_text()))
-    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     summary["checkpoint"], summary["data"] = shown(target / "model.pth"), shown(Path(summary["data"]))
-    (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    shutil.copy(run / "learning_curve.png", target / "learning_curve.png")
-    shutil.copy(MAPPING, target / MAPPING.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.replacing(target) as tmp:
+        tmp.mkdir()
+        torch.save(checkpoint, tmp / "model.pth")
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        shutil.copy(run / "learning_curve.png", tmp / "learning_curve.png")
+        shutil.copy(MAPPING, tmp / MAPPING.name)
     return target / "model.pth"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli_args.Parser(
         prog="python -m l2.bc.ship",
         description=__doc__.split("\n\n")[0],
         epilog="examples:" + __doc__.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run", type=Path, help="run folder of python -m l2.bc.train (logs/bc/<name>)")
-    parser.add_argument("--to", type=Path, default=SHIPPED, help="folder to write (default: the shipped policy)")
+    parser.add_argument(
+        "run", type=cli_args.existing_folder, help="run folder of python -m l2.bc.train (logs/bc/<name>)"
+    )
+    parser.add_argument(
+        "--to", type=cli_args.output_folder, default=str(SHIPPED), help="folder to write (default: the shipped policy)"
+    )
     args = parser.parse_args(argv)
-    if not (args.run / "summary.json").is_file():
-        print(f"error: {args.run}: no summary.json (not a finished run of python -m l2.bc.train)", file=sys.stderr)
-        return 2
-    print(f"shipped {shown(ship(args.run, args.to))} from {shown(args.run)}")
+    run, target = Path(args.run), Path(args.to)
+    try:
+        print(f"shipped {shown(ship(run, target))} from {shown(run)}")
+    except ShipError as exc:
+        cli_args.fail(str(exc))
     return 0
 
 
