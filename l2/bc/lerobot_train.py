@@ -19,6 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from l2.format import cli_args
+from l2.recording.sim import device_arg
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -47,30 +50,43 @@ def command(python: str, dataset: Path, output: Path, args: argparse.Namespace) 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = cli_args.Parser(
         prog="python -m l2.bc.lerobot_train",
         description=__doc__.split("\n\n")[0],
         epilog="examples:" + __doc__.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "dataset", type=Path, help="GR00T LeRobot dataset in LeRobot v3.0 (l3/convert.py --codebase-version v3.0)"
+        "dataset",
+        type=cli_args.existing_folder,
+        help="GR00T LeRobot dataset in LeRobot v3.0 (l3/convert.py --codebase-version v3.0)",
     )
-    p.add_argument("--output", type=Path, required=True, help="run folder to create (must not exist)")
+    p.add_argument("--output", type=cli_args.output_folder, required=True, help="run folder to create (must not exist)")
     p.add_argument("--policy", default="act", help="LeRobot policy type: act, diffusion, ... (default: act)")
-    p.add_argument("--steps", type=int, default=300, help="training steps (default: %(default)s)")
-    p.add_argument("--batch-size", type=int, default=8, help="(default: %(default)s)")
-    p.add_argument("--log-every", type=int, default=25, help="print the loss every N steps (default: %(default)s)")
-    p.add_argument("--save-every", type=int, default=None, help="checkpoint every N steps (default: at the end)")
-    p.add_argument("--num-workers", type=int, default=0, help="data loader workers (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=1000)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
+    p.add_argument("--steps", type=cli_args.positive_int, default=300, help="training steps (default: %(default)s)")
+    p.add_argument("--batch-size", type=cli_args.positive_int, default=8, help="(default: %(default)s)")
+    p.add_argument(
+        "--log-every",
+        type=cli_args.positive_int,
+        default=25,
+        help="print the loss every N steps (default: %(default)s)",
+    )
+    p.add_argument(
+        "--save-every", type=cli_args.positive_int, default=None, help="checkpoint every N steps (default: at the end)"
+    )
+    p.add_argument(
+        "--num-workers", type=cli_args.non_negative_int, default=0, help="data loader workers (default: %(default)s)"
+    )
+    p.add_argument("--seed", type=cli_args.seed, default=1000, help="(default: %(default)s)")
+    p.add_argument("--device", type=device_arg, default="cpu", help="cpu or cuda (default: %(default)s)")
     p.add_argument(
         "--lerobot-python",
         default=None,
         help="python of LeRobot 0.6.1's venv (default: built or found by scripts/setup_lerobot.sh v30)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.dataset, args.output = Path(args.dataset), Path(args.output)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from l2.format import cli_args
+
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "config" / "robomimic" / "bc_lift_lowdim.json"
 MAPPING = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
@@ -213,43 +215,65 @@ def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = cli_args.Parser(
         prog="python -m l2.bc.train",
         description=__doc__.split("\n\n")[0],
         epilog="examples:" + __doc__.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--num_demos", type=int, default=200, help="training + validation demos (default: %(default)s)")
+    p.add_argument(
+        "--num_demos",
+        type=cli_args.positive_int,
+        default=200,
+        help="training + validation demos (default: %(default)s)",
+    )
     p.add_argument(
         "--data",
-        type=Path,
-        default=DEFAULT_DATA,
+        type=cli_args.output_file,
+        default=str(DEFAULT_DATA),
         help="L2 file of the demos (collected when missing or short, scripted; default: %(default)s)",
     )
     p.add_argument("--name", default=None, help="run name (default: bc_<num_demos>)")
-    p.add_argument("--output", type=Path, default=REPO / "logs" / "bc", help="runs folder (default: logs/bc)")
-    p.add_argument("--recipe", type=Path, default=RECIPE, help="robomimic config (default: %(default)s)")
-    p.add_argument("--epochs", type=int, default=None, help="override the recipe's num_epochs")
-    p.add_argument("--save-every", type=int, default=25, help="checkpoint every N epochs (default: %(default)s)")
     p.add_argument(
-        "--episodes", type=int, default=50, help="evaluation episodes of the final checkpoint (default: %(default)s)"
+        "--output",
+        type=cli_args.output_folder,
+        default=str(REPO / "logs" / "bc"),
+        help="runs folder (default: logs/bc)",
+    )
+    p.add_argument(
+        "--recipe", type=cli_args.existing_file, default=str(RECIPE), help="robomimic config (default: %(default)s)"
+    )
+    p.add_argument("--epochs", type=cli_args.positive_int, default=None, help="override the recipe's num_epochs")
+    p.add_argument(
+        "--save-every", type=cli_args.positive_int, default=25, help="checkpoint every N epochs (default: %(default)s)"
+    )
+    p.add_argument(
+        "--episodes",
+        type=cli_args.positive_int,
+        default=50,
+        help="evaluation episodes of the final checkpoint (default: %(default)s)",
     )
     p.add_argument(
         "--checkpoint-episodes",
-        type=int,
+        type=cli_args.non_negative_int,
         default=20,
         help="evaluation episodes of each earlier checkpoint, for the learning curve (0: none; default: %(default)s)",
     )
     p.add_argument(
-        "--workers", type=int, default=2, help="collector processes when demos are missing (default: %(default)s)"
+        "--workers",
+        type=cli_args.positive_int,
+        default=2,
+        help="collector processes when demos are missing (default: %(default)s)",
     )
-    p.add_argument("--seed", type=int, default=7, help="collection seed (default: %(default)s)")
+    p.add_argument("--seed", type=cli_args.seed, default=7, help="collection seed (default: %(default)s)")
     p.add_argument(
         "--robomimic-python",
         default=None,
         help="python of robomimic's venv (default: built or found by scripts/setup_robomimic.sh)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.data, args.output, args.recipe = Path(args.data), Path(args.output), Path(args.recipe)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from l2.format import atomic
+from l2.format import atomic, cli_args
 from l2.recording import cli, sim
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
@@ -34,7 +34,9 @@ DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__, "python -m l2.mimic")
     parser.prog = "python -m l2.mimic"
-    parser.add_argument("--input", required=True, help="L2 HDF5 file holding the source demo(s)")
+    parser.add_argument(
+        "--input", type=cli_args.existing_file, required=True, help="L2 HDF5 file holding the source demo(s)"
+    )
     parser.add_argument(
         "--demos",
         nargs="+",
@@ -44,13 +46,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--annotated",
+        type=cli_args.output_file,
         default=None,
         metavar="PATH",
         help="also keep the annotated source demos (Mimic's datagen_info) in this HDF5 file",
     )
     parser.add_argument(
         "--hold_steps",
-        type=int,
+        type=cli_args.non_negative_int,
         default=10,
         metavar="N",
         help="repeat each source demo's last action N times (a demo ends at its first success: without a hold, "
@@ -60,15 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10, workers=True)
     parser.add_argument(
         "--max_attempts",
-        type=int,
+        type=cli_args.positive_int,
         default=None,
         help="give up after this many generation attempts (default: 4 x num_demos + num_envs)",
     )
     parser.set_defaults(episodes=None)  # read by l2.recording.collect.finish
-    args = cli.parse(parser, argv)
-    if args.num_demos < 1 or args.num_envs < 1 or args.hold_steps < 0:
-        parser.error("--num_demos and --num_envs must be at least 1, --hold_steps at least 0")
-    return args
+    return cli.parse(parser, argv)
 
 
 def _check_input(args: argparse.Namespace) -> None:

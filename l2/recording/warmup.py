@@ -6,12 +6,12 @@ compilation. A marker in the L2L3 cache records that it was done for these packa
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import sys
 import time
 
 from l2.assets.franka_build import cache_root
+from l2.format import cli_args
 
 
 def _marker():
@@ -35,7 +35,7 @@ def warm_up(device: str = "cpu") -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_args.Parser(prog="python -m l2.recording.warmup", description=__doc__.split("\n\n")[0])
     parser.add_argument("--force", action="store_true", help="run even if the kernels were warmed up before")
     parser.add_argument("--quiet", action="store_true", help="print nothing when already warm")
     args = parser.parse_args(argv)

@@ -25,6 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from l2.format import cli_args
 from l2.recording import cli, sim
 from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
@@ -33,25 +34,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=64, task=DEFAULT_TASK)
     group = parser.add_argument_group("behaviour cloning")
-    group.add_argument("--output", required=True, help="checkpoint to write (refused if it exists)")
     group.add_argument(
-        "--rounds", type=int, default=8, help="data rounds: 1 expert + DAgger rounds (default: %(default)s)"
+        "--output", type=cli_args.output_file, required=True, help="checkpoint to write (refused if it exists)"
     )
-    group.add_argument("--steps", type=int, default=250, help="env steps per round (default: %(default)s, one episode)")
     group.add_argument(
-        "--epochs", type=int, default=40, help="passes over the data after each round (default: %(default)s)"
+        "--rounds",
+        type=cli_args.positive_int,
+        default=8,
+        help="data rounds: 1 expert + DAgger rounds (default: %(default)s)",
     )
-    group.add_argument("--batch", type=int, default=2048, help="minibatch size (default: %(default)s)")
-    group.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default: %(default)s)")
+    group.add_argument(
+        "--steps",
+        type=cli_args.positive_int,
+        default=250,
+        help="env steps per round (default: %(default)s, one episode)",
+    )
+    group.add_argument(
+        "--epochs",
+        type=cli_args.positive_int,
+        default=40,
+        help="passes over the data after each round (default: %(default)s)",
+    )
+    group.add_argument(
+        "--batch", type=cli_args.positive_int, default=2048, help="minibatch size (default: %(default)s)"
+    )
+    group.add_argument(
+        "--lr", type=cli_args.positive_float, default=1e-3, help="Adam learning rate (default: %(default)s)"
+    )
     group.add_argument(
         "--beta",
-        type=float,
+        type=cli_args.fraction,
         default=0.5,
         help="round r lets the expert act in a share beta^r of the episodes, the policy in the rest "
         "(default: %(default)s)",
     )
     group.add_argument(
-        "--std", type=float, default=0.05, help="action std the saved actor starts PPO with (default: %(default)s)"
+        "--std",
+        type=cli_args.positive_float,
+        default=0.05,
+        help="action std the saved actor starts PPO with (default: %(default)s)",
     )
     return parser.parse_args(argv)
 
@@ -195,7 +216,7 @@ def pretrain(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return pretrain(parse_args(argv))
+    return cli.run_reporting_errors(pretrain, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from l2.assets.franka_build import cache_root
+from l2.format import cli_args
 from l2.recording import cli, sim
 from l2.rl import TASK_ID
 
@@ -48,27 +49,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     group.add_argument(
         "--max_iterations",
-        type=int,
+        type=cli_args.positive_int,
         default=None,
         help="PPO iterations (default: the agent cfg's, 1500 from scratch, 120 fine-tuning)",
     )
     start = group.add_mutually_exclusive_group()
-    start.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt")
+    start.add_argument(
+        "--resume",
+        type=cli_args.existing_file,
+        default=None,
+        metavar="CHECKPOINT",
+        help="continue from this model_<it>.pt",
+    )
     start.add_argument(
         "--init",
+        type=cli_args.existing_file,
         default=None,
         metavar="CHECKPOINT",
         help="start PPO from this actor (e.g. the warm start of l2/rl/pretrain.py) with a new critic",
     )
     group.add_argument(
         "--critic_warmup",
-        type=int,
+        type=cli_args.non_negative_int,
         default=0,
         metavar="ITERS",
         help="first fit the new critic for ITERS iterations with the actor frozen (with --init; default: %(default)s)",
     )
     group.add_argument(
-        "--log_root", default="logs/rl", help="runs are written to LOG_ROOT/<run> (default: %(default)s)"
+        "--log_root",
+        type=cli_args.output_folder,
+        default="logs/rl",
+        help="runs are written to LOG_ROOT/<run> (default: %(default)s)",
     )
     group.add_argument("--run_name", default=None, help="run folder name (default: date_time)")
     return parser.parse_args(argv)
@@ -128,6 +139,13 @@ def train(args: argparse.Namespace) -> int:
     from l2.lift.camera_cfg import NO_CAMERAS
     from l2.rl.checkpoint import env_layout
 
+    if args.init or args.resume:  # before the simulator starts
+        from l2.rl.checkpoint import LayoutError, load
+
+        try:
+            load(args.init or args.resume, "cpu")
+        except LayoutError as exc:
+            cli.fail(str(exc))
     # The policy takes no images: render none while training (rollouts record the cameras).
     overrides = [f"presets={NO_CAMERAS}", *args.overrides]
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, overrides)
@@ -136,8 +154,6 @@ def train(args: argparse.Namespace) -> int:
         agent_cfg.max_iterations = args.max_iterations
     run = args.run_name or datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     log_dir = Path(args.log_root) / run
-    if (args.init or args.resume) and not Path(args.init or args.resume).is_file():
-        cli.fail(f"{args.init or args.resume}: no such checkpoint")
     if log_dir.exists() and any(log_dir.glob("events.*")) and not args.resume:
         print(f"error: {log_dir} exists; choose another --run_name", file=sys.stderr)
         return 2
@@ -179,7 +195,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return train(parse_args(argv))
+    return cli.run_reporting_errors(train, parse_args(argv))
 
 
 if __name__ == "__main__":
