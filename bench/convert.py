@@ -354,7 +354,9 @@ def peak_rss_kb(files: list[str], out: Path, config: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from l2.format import cli_args
+
+    p = cli_args.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--episodes", type=int, default=200, help="state-only episodes (default 200)")
     p.add_argument("--length", type=int, default=250, help="frames per episode (default 250)")
     p.add_argument("--lerobot-episodes", type=int, default=20, help="episodes LeRobot writes (default 20)")

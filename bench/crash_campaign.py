@@ -320,7 +320,9 @@ def tool_rounds(kills: int, rng: random.Random) -> list[ToolRound]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from l2.format import cli_args
+
+    parser = cli_args.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=20, help="rounds, half of each mode (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="picks the moments (default: %(default)s)")
     parser.add_argument(

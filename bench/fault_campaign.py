@@ -337,7 +337,9 @@ def _has_demo(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from l2.format import cli_args
+
+    parser = cli_args.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-sim", dest="sim", action="store_false", help="only the tools (no simulator)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:

@@ -168,7 +168,9 @@ print("STEP", statistics.median(times[1:]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from l2.format import cli_args
+
+    p = cli_args.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batches", default="1,16", help="batch sizes B (default: %(default)s)")
     p.add_argument("--image-size", type=int, default=224, help="camera height = width (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=200, help="round trips per measurement (default: %(default)s)")

@@ -17,7 +17,6 @@ Measures, side by side in one run:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -155,7 +154,9 @@ def convert(tmp: Path, episodes: int, length: int, workers: int, repeats: int) -
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from l2.format import cli_args
+
+    p = cli_args.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--demos", type=int, default=8, help="demos per collection run (default: %(default)s)")
     p.add_argument("--num-envs", type=int, default=2, help="envs per collector process (default: %(default)s)")
     p.add_argument("--episodes", type=int, default=12, help="camera episodes to convert (default: %(default)s)")

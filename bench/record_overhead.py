@@ -78,7 +78,9 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from l2.format import cli_args
+
+    parser = cli_args.Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--num_envs", type=int, default=16)
     parser.add_argument("--steps", type=int, default=250, help="timed env steps per run (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=2)

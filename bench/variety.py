@@ -26,7 +26,9 @@ SCENES = {"plain": (), "variety": ("variety",)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from l2.format import cli_args
+
+    parser = cli_args.Parser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
