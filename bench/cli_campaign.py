@@ -161,6 +161,7 @@ def parser_of(command: Command) -> argparse.ArgumentParser:
     if command.module.endswith(".py"):
         spec = importlib.util.spec_from_file_location(f"_campaign_{Path(command.module).stem}", REPO / command.module)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(command.module)

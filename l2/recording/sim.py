@@ -185,6 +185,11 @@ def _check_override_types(task: str, overrides: Sequence[str], env_cfg) -> None:
         key, _, value = text.partition("=")
         if not key.startswith("env."):
             continue
+        *parents, leaf = key[4:].split(".")
+        parent = _at(env_cfg, ".".join(parents)) if parents else env_cfg
+        fields = getattr(parent, "__dataclass_fields__", None)
+        if fields is not None and leaf not in fields:  # Isaac Lab would set it as a new attribute nothing reads
+            raise TaskCfgError(f"{text}: {task}'s cfg has no {key} (+{key}=... adds a key on purpose)")
         if default is None:
             default = load_cfg_from_registry(task, "env_cfg_entry_point")
         before, after = _at(default, key[4:]), _at(env_cfg, key[4:])
