@@ -121,6 +121,9 @@ class ShardSpec:
     it on once (see ``stop`` of :func:`run_shard`)."""
     threads: int | None = None
     """CPU threads the collector's OpenMP and torch may use (``OMP_NUM_THREADS``), when several share a machine."""
+    max_attempts: int | None = None
+    """Finished episodes the shard may take over all its collector runs (each run gets ``--max_attempts`` = what is
+    left); None: each run its collector's default."""
 
 
 @dataclass
@@ -145,6 +148,9 @@ class ShardResult:
     error: str | None = None
     refused: bool = False
     """The collector ended with a one-line error (exit status 2: a full disk, a file in use...): not retried."""
+    exhausted: bool = False
+    """The shard's collector runs finished its ``max_attempts`` episodes (short of its target, as one process would
+    end)."""
 
 
 def parent_death_signal():
@@ -167,9 +173,11 @@ def run_shard(
 
     Reads the shard first: a complete one is left alone, a partial one is continued with ``--append``.
     A collector run that ends early (killed, crashed, too few successes) is started again, up to
-    ``spec.restarts`` times in a row without a new demo. ``report(index, demos)`` hears the shard's demo count
-    about once a second. Once ``stop`` is set (by a SIGINT or SIGTERM of the driver), the running collector gets
-    that signal once (it stops after its step, keeping the demos it wrote) and no other is started.
+    ``spec.restarts`` times in a row without a new demo, and never once the shard's ``spec.max_attempts`` episodes
+    are finished. A shard with a file of failed episodes (``--keep-failed``) is continued with ``--append`` too.
+    ``report(index, demos)`` hears the shard's demo count about once a second. Once ``stop`` is set (by a SIGINT or
+    SIGTERM of the driver), the running collector gets that signal once (it stops after its step, keeping the demos it
+    wrote) and no other is started.
     """
     path = Path(spec.path)
     result = ShardResult(spec.index)
@@ -185,6 +193,10 @@ def run_shard(
     stalled = 0
     try:
         while have < spec.target and not stop:
+            left = None if spec.max_attempts is None else spec.max_attempts - result.attempts
+            if left is not None and left <= 0:
+                result.exhausted = True
+                break
             if stalled > spec.restarts:
                 result.error = (
                     f"{path}: still {have} of {spec.target} demos after {stalled} collector runs "
@@ -205,8 +217,9 @@ def run_shard(
                 str(seed),
                 "--stats-json",
                 str(stats_file),
+                *(["--max_attempts", str(left)] if left is not None else []),
             ]
-            if path.exists():
+            if path.exists() or path.with_name(path.stem + "_failed.hdf5").exists():
                 cmd.append("--append")
             start = time.perf_counter()
             with open(spec.log, "a") as log:
@@ -598,7 +611,13 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
 
 
 def main(argv: list[str] | None = None) -> int:
+    from l2.format.locks import hold_folder
+
     args = parse_args(argv)
+    # First, before Ray starts: while this driver lives, another one on DIR is refused here (DIR/lock).
+    if (busy := hold_folder(args.output, remove_when_empty=True)) is not None:
+        print(f"error: {args.output}: {busy}; wait for it to end, or use another --output", file=sys.stderr)
+        return 2
     try:
         results, seconds = run(args)
     except DistributedError as exc:

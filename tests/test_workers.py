@@ -1,6 +1,7 @@
 """One collection over several collector processes (``--workers``, l2.recording.workers): the resolution of
 ``auto``, the arguments each collector gets, and real runs that merge their shards into the one output file, are
-continued with ``--append``, survive a killed collector and resume after a killed driver."""
+continued with ``--append``, survive a killed collector and resume after a killed driver; a second run on an output
+in use is refused; ``--keep-failed``, ``--max_attempts``, ``--append`` and ``--overwrite`` as in one process."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from conftest import REPO, SCRIPTED_RUN, run_scripted
 
 from l2.distributed import count_demos
 from l2.format.l2file import L2File
-from l2.format.locks import in_use
+from l2.format.locks import LOCK, in_use, lock_holder
 from l2.format.validate import validate_file
 from l2.recording import workers
 from l2.scripted.run import parse_args
 
 STATE = ("--num_envs", "2", "--num_demos", "4", "presets=no_cameras")
 """2 collectors x 1 env x 2 state-only demos: the smallest run with two shards."""
+SIM_STARTED = "Completed setting up the environment"
+"""What Isaac Lab prints once an env is built."""
 
 
 def _demo_digests(path: Path) -> list[str]:
@@ -247,3 +250,178 @@ def test_an_evaluation_in_two_processes_gives_one_report_and_one_recording(tmp_p
     with L2File(record, guard=False) as f:
         assert {f.group(n).attrs["source"] for n in f.demos} == {"policy"}
     assert sorted(os.listdir(tmp_path)) == sorted([report.name, record.name])  # no shards left
+
+
+# --------------------------------------------------------------------------- an output in use
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A process that holds a folder as a run does (``l2.format.locks.hold_folder``) until the test ends: call it
+    with the folder, get the pid."""
+    procs = []
+
+    def hold(folder: Path) -> int:
+        code = "import sys; from l2.format.locks import hold_folder; print(hold_folder(sys.argv[1]), flush=True); "
+        code += "sys.stdin.read()"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(folder)],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "None"  # held
+        return proc.pid
+
+    yield hold
+    for proc in procs:
+        proc.communicate(input="")
+
+
+def _the_error_line(r: subprocess.CompletedProcess) -> str:
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stdout[-2000:] + r.stderr[-3000:]
+    return lines[0]
+
+
+RL_ROLLOUT = REPO / "l2" / "rl" / "rollout.py"
+HELD = {
+    # what: (the collector's arguments before --output, or "ray" / "mimic", the file's name)
+    "scripted --workers 1": ([str(SCRIPTED_RUN), "--workers", "1"], "scripted_lift_cube.hdf5"),
+    "scripted --workers auto": ([str(SCRIPTED_RUN), "--num_envs", "2", "--num_demos", "2"], "scripted_lift_cube.hdf5"),
+    "scripted --workers 2 --append": ([str(SCRIPTED_RUN), *STATE[:2], "--workers", "2", "--append"], "scripted_x.hdf5"),
+    "rl --workers auto": ([str(RL_ROLLOUT), "--num_envs", "2", "--num_demos", "2"], "rl_lift_cube.hdf5"),
+    "teleop replay": (
+        ["l2/teleop/run.py", "--teleop_device", "replay", "--trace", "config/teleop/lift_cube_trace.json"],
+        "teleop_lift_cube.hdf5",
+    ),
+    "mimic --workers auto": (["-m", "l2.mimic", "--num_envs", "2", "--num_demos", "2"], "mimic_lift_cube.hdf5"),
+    "l2.distributed (Ray)": (
+        ["-m", "l2.distributed", "--source", "scripted", "--num_demos", "2", "--workers", "2"],
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("what", list(HELD))
+def test_an_output_in_use_is_refused_before_any_simulator(what, tmp_path, holder):
+    """While a run holds an output (a ``--workers`` driver its shard folder, a one-process run its output, an
+    ``l2.distributed`` driver its DIR), any other collector on it is refused in one line naming the holder's pid,
+    exit 2, before a simulator starts, touching nothing."""
+    from l3_fixtures import make_l2_file
+
+    argv, name = HELD[what]
+    out = tmp_path / (name or "scripted_lift_cube")
+    folder = out if not name else workers.shard_folder(out)
+    pid = holder(folder)
+    extra = []
+    if "mimic" in what:
+        extra = ["--input", str(make_l2_file(tmp_path / "in" / "scripted_lift_cube.hdf5", 1))]
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    r = subprocess.run(
+        [sys.executable, *argv, "--output", str(out), *extra, "presets=no_cameras"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    message = "wait for it to end" if not name else "to collect in parallel use python -m l2.distributed"
+    line = _the_error_line(r)
+    assert r.returncode == 2 and line.startswith(f"error: {out}: in use by another process (pid {pid}); {message}")
+    assert SIM_STARTED not in r.stdout and "resuming" not in r.stdout
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.sim
+def test_a_second_driver_on_a_file_in_use_is_refused_and_the_first_keeps_its_demos(tmp_path):
+    """Two drivers with ``--workers auto`` on one file: the second (as given, and with ``--append``) is refused in
+    one line naming the first's pid (exit 2, no traceback), never resumes the first's shards; the first, stopped
+    with Ctrl-C, writes every demo of its shards into the file once."""
+    out = tmp_path / "scripted_lift_cube.hdf5"
+    folder = workers.shard_folder(out)
+    cmd = [*STATE[:2], "--num_demos", "40", "--output", str(out), "presets=no_cameras"]
+    err = tmp_path / "first.stderr"  # a file, not a pipe: its progress bar must never block it
+    with open(err, "w") as stderr_file:
+        first = subprocess.Popen(
+            [sys.executable, str(SCRIPTED_RUN), *cmd], cwd=REPO, stdout=subprocess.PIPE, stderr=stderr_file, text=True
+        )
+    try:
+        _wait_for(lambda: lock_holder(folder / LOCK) == first.pid, "the first driver's lock", first)
+        for again in ([], ["--append"]):
+            r = run_scripted(*cmd, *again)
+            line = _the_error_line(r)
+            assert r.returncode == 2 and line.startswith(f"error: {out}: in use by another process (pid {first.pid})")
+            assert "resuming" not in r.stdout and SIM_STARTED not in r.stdout
+        _wait_for(lambda: _shard_demos(folder, 0) + _shard_demos(folder, 1) >= 1, "a demo", first)
+        first.send_signal(signal.SIGINT)
+        stdout = first.communicate(timeout=600)[0]
+    finally:
+        if first.poll() is None:
+            first.kill()
+    stderr = err.read_text()
+    assert first.returncode == 130 and "Traceback" not in stderr, stdout[-2000:] + stderr[-3000:]
+    report = validate_file(out)
+    assert report.ok and report.episodes >= 1 and f"demos written    {report.episodes}" in stdout
+    assert len(set(_demo_digests(out))) == report.episodes  # each once
+    assert sorted(os.listdir(tmp_path)) == sorted([out.name, err.name])
+
+
+# --------------------------------------------------------------------------- flags as in one process
+
+
+def test_a_shard_runs_no_more_episodes_than_its_share(tmp_path):
+    """A shard's ``max_attempts`` counts the episodes of all its collector runs: a run that used them up is not
+    started again; a shard whose failed episodes are kept in a file is continued with ``--append``."""
+    from l2.distributed import ShardSpec, run_shard
+
+    shard = tmp_path / "shard_0.hdf5"
+    failed = tmp_path / "shard_0_failed.hdf5"
+    # The collector: writes the failed file, reports the episodes it was given as finished, exits 1 (short of demos).
+    code = (
+        "import json, sys; a = sys.argv; out = a[a.index('--output') + 1]; "
+        "n = int(a[a.index('--max_attempts') + 1]); "
+        "print('argv', ' '.join(a[1:])); open(out.replace('.hdf5', '_failed.hdf5'), 'a').close(); "
+        "json.dump({'attempts': n, 'frames': 1, 'seconds': 1.0}, open(a[a.index('--stats-json') + 1], 'w')); "
+        "sys.exit(1)"
+    )
+    log = tmp_path / "shard_0.log"
+    result = run_shard(ShardSpec(0, str(shard), 2, 0, ["-c", code], restarts=3, log=str(log), max_attempts=5))
+    assert result.exhausted and result.runs == 1 and result.attempts == 5 and failed.exists()
+    assert "--max_attempts 5" in log.read_text() and "--append" not in log.read_text()
+    # Killed before its stats: started again, with what is left, appending to its failed file.
+    log.unlink()
+    killed = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    result = run_shard(ShardSpec(0, str(shard), 2, 0, ["-c", killed], restarts=1, log=str(log), max_attempts=5))
+    assert result.runs == 2 and not result.exhausted and log.read_text().count("--append") == 2
+
+
+FAILING = ("--num_envs", "2", "--num_demos", "2", "--max_attempts", "4", "--keep-failed", "presets=no_cameras")
+"""Episodes that time out at once (``env.episode_length_s=0.2``): every one fails, quickly."""
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("count", ["1", "2"])
+def test_keep_failed_max_attempts_append_and_overwrite_as_in_one_process(count, tmp_path):
+    """The same command with ``--workers 1`` and ``--workers 2`` writes the same files with the same counts and
+    prints the same lines, naming the user's files: ``--max_attempts 4`` ends after 4 episodes (exit 1, "only 0 of 2
+    demos"), ``--keep-failed`` keeps them in ``<stem>_failed.hdf5``, which a rerun refuses (naming it), ``--append``
+    adds to and ``--overwrite`` replaces."""
+    out = tmp_path / "scripted_lift_cube.hdf5"
+    failed = tmp_path / "scripted_lift_cube_failed.hdf5"
+    base = (*FAILING, "env.episode_length_s=0.2", "--workers", count, "--output", str(out))
+
+    def run(*flags: str) -> tuple[str, int]:
+        r = run_scripted(*base, *flags)
+        assert r.returncode in (1, 2), r.stdout[-3000:] + r.stderr[-3000:]
+        return _the_error_line(r), r.returncode
+
+    assert run() == ("error: only 0 of 2 demos after 4 episodes", 1)
+    assert not out.exists() and count_demos(failed) == 4 and validate_file(failed).ok
+    assert sorted(os.listdir(tmp_path)) == [failed.name]  # no shards, no lock left
+    assert run() == (f"error: {failed} exists; pass --append to add demos or --overwrite to replace it", 2)
+    assert run("--append") == ("error: only 0 of 2 demos after 4 episodes", 1)
+    assert count_demos(failed) == 8 and validate_file(failed).ok
+    assert run("--overwrite") == ("error: only 0 of 2 demos after 4 episodes", 1)
+    assert count_demos(failed) == 4 and sorted(os.listdir(tmp_path)) == [failed.name]

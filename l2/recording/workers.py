@@ -11,9 +11,11 @@ l2.tools.merge's copy (after the demos already in it with ``--append``), built b
 and the folder is removed.
 
 What a user sees is one run: one progress bar, one summary, exactly N demos in the file they named, the same
-``--append`` / ``--overwrite`` rules. Ctrl-C (or SIGTERM) is passed on to every collector, which stops after its
-step; the demos written so far are merged into the output. A run that ends otherwise before the merge (killed,
-a collector that cannot go on) leaves the folder: the same command resumes it.
+``--append`` / ``--overwrite`` / ``--keep-failed`` / ``--max_attempts`` rules. The driver holds the folder (its lock,
+l2.format.locks) from its start to its end, so a second run on the same output is refused while it lives. Ctrl-C
+(or SIGTERM) is passed on to every collector, which stops after its step; the demos written so far are merged into the
+output. A run that ends otherwise before the merge (killed, a collector that cannot go on) leaves the folder: the same
+command resumes it, once its driver is gone.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ def count(args: argparse.Namespace) -> int:
 
 
 def shard_folder(output: Path) -> Path:
-    return output.with_name(f".{output.stem}.workers")
+    from l2.recording.output import work_folder
+
+    return work_folder(output)
 
 
 def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace, drop: tuple[str, ...]) -> list[str]:
@@ -129,16 +133,20 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
     ``python <collector> <args>`` (see the module docstring); the exit status of the run."""
     from l2.distributed import ShardSpec, shard_path, shard_seed, shard_targets
     from l2.recording import cli
-    from l2.recording.output import check_output
+    from l2.recording.output import check_output, hold_output
 
     output = Path(args.output).absolute()
     folder = shard_folder(output)
+    try:
+        hold_output(output)  # first: while this run lives, another one on this output is refused here
+    except ValueError as exc:
+        cli.fail(str(exc))
     want = {
         "collector": " ".join(Path(part).name for part in collector),
         "args": command_line(args._parser, args, ("workers", "stats_json")),
         "workers": workers,
     }
-    before = _resume(folder, want, output) if folder.exists() else None
+    before = _resume(folder, want, output) if (folder / MANIFEST).exists() else None
     if before is None:
         try:
             check_output(output, cli.on_exists(args), args.keep_failed)
@@ -157,8 +165,14 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
         print(f"note: {output} already holds the demos of the run that was stopped; nothing more to collect")
         return 0
 
-    envs = shard_targets(args.num_envs, workers)
-    attempts = shard_targets(args.max_attempts, workers) if args.max_attempts else None
+    envs, demos = shard_targets(args.num_envs, workers), shard_targets(args.num_demos, workers)
+    # Finished episodes per shard over all its collector runs: the user's split, or each collector's default
+    # (4 x its demos + its envs, as l2.recording.cli.attempt_limits gives one process), which add up to one process's.
+    attempts = (
+        shard_targets(args.max_attempts, workers)
+        if args.max_attempts
+        else [4 * d + e for d, e in zip(demos, envs, strict=True)]
+    )
     shared = command_line(args._parser, args, PER_SHARD)
     specs = [
         ShardSpec(
@@ -172,7 +186,6 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
                 str(envs[k]),
                 "--workers",
                 "1",
-                *(["--max_attempts", str(attempts[k])] if attempts else []),
                 *(["--joins", str(output)] if before else []),  # its obs terms are checked before the first step
                 *shared,
             ],
@@ -181,8 +194,9 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
             cwd=os.getcwd(),
             own_session=True,
             threads=max(1, usable_cores() // workers),
+            max_attempts=attempts[k],
         )
-        for k, target in enumerate(shard_targets(args.num_demos, workers))
+        for k, target in enumerate(demos)
     ]
     results, stopped = _collect(specs, args.num_demos, f"{desc} x{workers}")
     return _finish(args, output, folder, specs, results, stopped, before, workers)
@@ -191,8 +205,12 @@ def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: s
 def _resume(folder: Path, want: dict, output: Path) -> int | None:
     """The output's demo count before the stopped run whose shards ``folder`` holds (-1 when that run had already
     merged them); a one-line error when they belong to another command."""
+    from l2.format.locks import in_use
     from l2.recording import cli
+    from l2.recording.output import PARALLEL
 
+    if output.exists() and (busy := in_use(output)) is not None:
+        cli.fail(f"{output}: {busy}; {PARALLEL}")
     try:
         have = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -296,7 +314,12 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
     from l2.tools.merge import MergeError
 
     total = sum(r.demos for r in results)
-    if total < args.num_demos and not stopped:
+    # Shards short of their demos because their episodes ran out end as one process does: with what they hold.
+    if (
+        total < args.num_demos
+        and not stopped
+        and not all(r.exhausted or r.demos >= s.target for s, r in zip(specs, results, strict=True))
+    ):
         pairs = zip(specs, results, strict=True)
         lines = [_as_output(last_error(s.log), s, output) if r.refused else r.error for s, r in pairs]
         for line in dict.fromkeys(line for line in lines if line):  # the collectors' own lines, each once
@@ -315,8 +338,7 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
     try:
         merge_into(output, shards, args.append, args.num_envs)
         if args.keep_failed:
-            failed = output.with_name(output.stem + "_failed.hdf5")
-            merge_into(failed, [p.with_name(p.stem + "_failed.hdf5") for p in shards], args.append, args.num_envs)
+            merge_into(failed_path(output), [failed_path(p) for p in shards], args.append, args.num_envs)
     except KeyboardInterrupt:
         print(
             f"error: interrupted while merging; nothing written to {output}, the shards are kept in {folder}: "
@@ -347,9 +369,16 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
 
 
 def _as_output(line: str, spec, output: Path) -> str:
-    """A collector's error line naming the user's output instead of its shard."""
+    """A collector's error line naming the user's output (and failed file) instead of its shard's."""
     shard = Path(spec.path)
-    return line.replace(str(shard), str(output)).replace(shard.name, output.name)
+    for own, users in ((failed_path(shard), failed_path(output)), (shard, output)):
+        line = line.replace(str(own), str(users)).replace(own.name, users.name)
+    return line
+
+
+def failed_path(output: Path) -> Path:
+    """The file of the failed episodes of a run writing ``output`` (``--keep-failed``)."""
+    return output.with_name(output.stem + "_failed.hdf5")
 
 
 def merge_into(output: Path, shards: list[Path], append: bool, num_envs: int) -> None:
