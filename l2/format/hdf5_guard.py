@@ -190,7 +190,7 @@ def _serve() -> None:
         kind, size, timeout = header.split()
         payload = inp.read(int(size))
         if kind == b"ahead":
-            _serve_ahead([os.fsdecode(p) for p in payload.split(b"\0")], float(timeout), out)
+            _serve_ahead([os.fsdecode(p) for p in payload.split(b"\0") if p], float(timeout), out)
             continue
         pid = _walk_in_child(payload if kind == b"bytes" else os.fsdecode(payload), float(timeout))
         out.write(b"%d\n" % _exit_code(os.waitpid(pid, 0)[1]))
@@ -285,6 +285,9 @@ class _Helper:
         payload = b"\0".join(os.fsencode(p) for p in keyed.values())
         with self.lock:
             self._finish_ahead()
+            if not keyed:  # no regular file among the paths: nothing to ask (an empty payload would read as one "")
+                self.ahead = None
+                return
             self.ahead = _Ahead(list(keyed), timeout)
             self._start()
             try:
