@@ -82,6 +82,30 @@ def float_at_least(minimum: float, maximum: float | None = None, *, inclusive: b
     return parse
 
 
+def float_below(minimum: float, maximum: float) -> Callable[[str], float]:
+    """A number option in ``[minimum, maximum)`` (``maximum`` itself refused: the marker says so with
+    ``maximum_excluded``)."""
+
+    @_typed("float", minimum=minimum, maximum=maximum, maximum_excluded=True)
+    def parse(text: str) -> float:
+        value = _number(text, float, "a number")
+        if not minimum <= value < maximum:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give a number >= {minimum:g} and < {maximum:g}")
+        return value
+
+    parse.__name__ = f"float_below_{maximum:g}"
+    return parse
+
+
+@_typed("float", minimum=None, maximum=None)
+def finite_float(text: str) -> float:
+    """Any finite number (no inf, no NaN)."""
+    value = _number(text, float, "a number")
+    if value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give a finite number")
+    return value
+
+
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 positive_float = float_at_least(0.0, inclusive=False)
