@@ -9,7 +9,6 @@ Datasets are scanned in blocks of rows, so multi-GB files are never loaded whole
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -21,6 +20,7 @@ import h5py
 import numpy as np
 
 from l2.format import journal
+from l2.format.cli_args import Parser, existing_file, non_negative_int
 from l2.format.hdf5_guard import read_through, read_through_all
 from l2.format.l2file import (
     READ_ERRORS,
@@ -458,26 +458,22 @@ def _check_env_args(data: h5py.Group, bad: Report, warn: Report) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------- CLI
-def _action_dim(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> Parser:
+    parser = Parser(
         prog="python -m l2.format.validate",
         description="Check L2 demonstration HDF5 files against the L2 schema "
         "(format_version, data/demo_<i> layout, env_args, num_samples/total, success, "
         "obs terms, action width, unit quaternions, no NaN/inf).",
-        epilog="Exit status: 0 all files valid (warnings allowed), 1 at least one violation, 2 usage error.",
+        epilog="Exit status: 0 all files valid (warnings allowed), 1 at least one violation, 2 usage error or a "
+        "path that is missing or not a file (one line, nothing checked).",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="L2 HDF5 file(s), e.g. data/demos/*.hdf5")
+    parser.add_argument(
+        "files", nargs="+", type=existing_file, metavar="FILE", help="L2 HDF5 file(s), e.g. data/demos/*.hdf5"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON list with one report per file")
     parser.add_argument(
         "--action-dim",
-        type=_action_dim,
+        type=non_negative_int,
         default=LIFT_ACTION_DIM,
         metavar="N",
         help=f"expected width of actions (default {LIFT_ACTION_DIM}: lift IK-abs pose xyz + quat xyzw + gripper); "

@@ -11,7 +11,6 @@ Every ``(T, H, W, 3) uint8`` term under ``obs/`` is a camera; ``--cameras`` pick
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,11 +18,16 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from l2.format import schema
+from l2.format import atomic, schema
+from l2.format.cli_args import Parser, existing_file, float_at_least, int_at_least, non_negative_int, output_file
 from l2.format.l2file import L2File, L2FileError
 
 GAP = 4
 """Pixels of white between frames and rows."""
+MAX_FRAMES = 1000
+"""The most frames per camera a strip shows (more would only repeat frames of short episodes)."""
+MAX_SCALE = 16.0
+"""The largest resize factor (a picture's size grows with its square)."""
 
 
 def camera_terms(demo: h5py.Group) -> list[str]:
@@ -102,27 +106,32 @@ def first_frames(path: str | Path, demos: int = 8, camera: str = "table_cam", pe
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m l2.tools.frame_strip",
         description=__doc__.split("\n\n")[0],
         epilog="example: python -m l2.tools.frame_strip data/demos/scripted_lift_cube.hdf5 --output cameras.png",
     )
-    parser.add_argument("file", help="L2 HDF5 file recorded with cameras")
-    parser.add_argument("--output", "-o", required=True, help="PNG to write")
-    parser.add_argument("--demo", type=int, default=0, help="demo index (default: %(default)s)")
-    parser.add_argument("--frames", type=int, default=6, help="frames per camera (default: %(default)s)")
+    parser.add_argument("file", type=existing_file, help="L2 HDF5 file recorded with cameras")
+    parser.add_argument("--output", "-o", required=True, type=output_file, help="PNG to write")
+    parser.add_argument("--demo", type=non_negative_int, default=0, help="demo index (default: %(default)s)")
+    parser.add_argument(
+        "--frames", type=int_at_least(1, MAX_FRAMES), default=6, help="frames per camera (default: %(default)s)"
+    )
     parser.add_argument("--cameras", default="", help="comma-separated obs terms (default: every camera term)")
-    parser.add_argument("--scale", type=float, default=1.0, help="resize the picture by this factor (default: 1)")
+    parser.add_argument(
+        "--scale",
+        type=float_at_least(0.0, MAX_SCALE, inclusive=False),
+        default=1.0,
+        help="resize the picture by this factor (default: 1)",
+    )
     parser.add_argument(
         "--first-frames",
-        type=int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="instead: the first frame of the first N demos, 4 to a row (the first of --cameras, default table_cam)",
     )
     args = parser.parse_args(argv)
-    if args.frames < 1 or args.scale <= 0:
-        parser.error("--frames must be >= 1 and --scale > 0")
     from PIL import Image
 
     cameras = [c for c in args.cameras.split(",") if c]
@@ -138,8 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale != 1.0:
         size = (max(1, round(image.width * args.scale)), max(1, round(image.height * args.scale)))
         image = image.resize(size, Image.Resampling.LANCZOS)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    image.save(args.output, optimize=True)
+    try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        with atomic.replacing(args.output) as tmp:  # whole or not at all
+            image.save(tmp, format="PNG", optimize=True)
+    except OSError as exc:
+        print(f"error: {atomic.io_error_line(exc, args.output, 'no picture written')}", file=sys.stderr)
+        return 2
     what = (
         f"first frames of {args.first_frames} demos"
         if args.first_frames

@@ -23,9 +23,10 @@ import numpy as np
 from tqdm import tqdm
 
 from l2.format import schema
+from l2.format.cli_args import Parser, existing_file, int_at_least, output_file, positive_int
 from l2.format.l2file import READ_ERRORS, L2File, L2FileError, text_attr
 from l2.tools import report
-from l2.tools.frame_strip import camera_terms, frame_strip
+from l2.tools.frame_strip import MAX_FRAMES, camera_terms, frame_strip
 from l2.tools.report import TRACED, EpisodeData, InspectError, ReportBuilder
 
 
@@ -174,7 +175,7 @@ def build(files: list[str], traced: int = TRACED, frames: int = 8, progress: boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m l2.tools.inspect_demos",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -183,25 +184,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "files",
         nargs="+",
+        type=existing_file,
         help="L2 HDF5 files (a demo's source: its own source attribute, else "
         "the file name's prefix or its shard folder's)",
     )
-    p.add_argument("--output", "-o", required=True, help="HTML file to write")
+    p.add_argument("--output", "-o", required=True, type=output_file, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument(
-        "--episodes", type=int, default=TRACED, help="episodes whose trajectories are drawn (default: %(default)s)"
+        "--episodes",
+        type=positive_int,
+        default=TRACED,
+        help="episodes whose trajectories are drawn (default: %(default)s)",
     )
-    p.add_argument("--frames", type=int, default=8, help="frames per camera in the strips (default: %(default)s)")
+    p.add_argument(
+        "--frames",
+        type=int_at_least(1, MAX_FRAMES),
+        default=8,
+        help="frames per camera in the strips (default: %(default)s)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.episodes < 1 or args.frames < 1:
-        p.error("--episodes and --frames must be >= 1")
-    missing = next((f for f in args.files if not Path(f).is_file()), None)
     return report.run(
         args.output,
         args.overwrite,
-        lambda: build(args.files, args.episodes, args.frames, progress=not args.quiet),
-        f"{missing}: no such file" if missing else None,
+        lambda: build(args.files, args.episodes, args.frames, progress=not args.quiet and sys.stderr.isatty()),
     )
 
 

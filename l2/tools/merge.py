@@ -13,7 +13,6 @@ built beside its path and renamed into place; an existing output is refused unle
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -25,9 +24,10 @@ import h5py
 from tqdm import tqdm
 
 from l2.format import atomic, schema
+from l2.format.cli_args import Parser, existing_file, non_negative_int, output_file
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, describe_obs_layout
-from l2.format.validate import LIFT_ACTION_DIM, _action_dim, validate_file
+from l2.format.validate import LIFT_ACTION_DIM, validate_file
 
 ATTR_SOURCE = schema.ATTR_SOURCE
 """Per-demo attribute written by the merge: the L2 source tag of the file the demo came from."""
@@ -210,8 +210,8 @@ def merge(
     }
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> Parser:
+    p = Parser(
         prog="python -m l2.tools.merge",
         description="Merge L2 HDF5 demo files of one task into one file: demos renumbered demo_0..demo_{N-1} in "
         "input order, data/total summed, every dataset (obs terms, cameras, initial_state) copied as stored, "
@@ -221,8 +221,8 @@ def _parser() -> argparse.ArgumentParser:
         "inputs are not carried over: split the merged file again with python -m l2.tools.split. Exit status: 0 "
         "merged, 2 bad input or usage (one line, nothing written).",
     )
-    p.add_argument("inputs", nargs="+", metavar="IN", help="L2 HDF5 files to merge, in this order")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="merged .hdf5 file to write")
+    p.add_argument("inputs", nargs="+", type=existing_file, metavar="IN", help="L2 HDF5 files to merge, in this order")
+    p.add_argument("-o", "--output", required=True, type=output_file, metavar="OUT", help="merged .hdf5 file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument(
         "--env-name",
@@ -232,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--action-dim",
-        type=_action_dim,
+        type=non_negative_int,
         default=LIFT_ACTION_DIM,
         metavar="N",
         help=f"expected action width when validating the inputs (default {LIFT_ACTION_DIM}; 0 skips the "

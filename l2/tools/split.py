@@ -11,7 +11,6 @@ replaced only with ``--overwrite``. ``--first N`` splits only demo_0 .. demo_<N-
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import shutil
@@ -21,6 +20,8 @@ import h5py
 import numpy as np
 
 from l2.format import atomic, schema
+from l2.format.cli_args import Parser, existing_file, float_below, int_at_least
+from l2.format.cli_args import seed as seed_arg
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, L2FileError
 
@@ -103,41 +104,32 @@ def split(
     return train, val
 
 
-def _ratio(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError("must be in [0, 1)")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m l2.tools.split",
         description="Split an L2 file's demos into robomimic filter keys mask/train and mask/valid, written into "
         "the file (a copy of it with the keys replaces it in one rename; the demos are not touched).",
         epilog="robomimic reads them with filter_by_attribute='train' / hdf5_filter_key; L3 converts one with "
         "--filter-key NAME. Exit status: 0 written, 2 bad input or usage (one line, file untouched).",
     )
-    p.add_argument("file", metavar="FILE", help="L2 HDF5 file")
+    p.add_argument("file", type=existing_file, metavar="FILE", help="L2 HDF5 file")
     p.add_argument(
         "--valid",
-        type=_ratio,
+        type=float_below(0.0, 1.0),
         default=0.1,
         metavar="RATIO",
         help="share of demos for mask/valid (default 0.1; rounded, at least 1 when > 0, train never empty)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the random draw (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random draw (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing mask/train or mask/valid")
     p.add_argument(
         "--first",
-        type=int,
+        type=int_at_least(2),
         default=None,
         metavar="N",
         help="split only the first N demos, into mask/train_<N> and mask/valid_<N>",
     )
     args = p.parse_args(argv)
-    if args.first is not None and args.first < 2:
-        p.error("--first must be at least 2")
     try:
         with terminate_as_interrupt() as stop:  # SIGTERM as Ctrl-C: the copy is removed on the way out
             train, val = split(args.file, args.valid, args.seed, args.overwrite, args.first)
