@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo im
 from tqdm import tqdm
 
 from l2.format import atomic
+from l2.format.cli_args import Parser, existing_file, existing_path, finite_float, output_folder, positive_int
 from l2.format.hdf5_guard import check_ahead, read_through_all
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l3 import inputs as l3_inputs
@@ -225,6 +226,8 @@ def convert(
     """
     if codebase_version not in ("v2.1", "v3.0"):
         raise UsageError(f"--codebase-version {codebase_version}: v2.1 or v3.0")
+    if config is not None and not isinstance(config, Mapping):
+        config = load_mapping(config)  # a bad config is refused before any input is read
     if codebase_version == "v3.0":
         stage = v30.stage_path(output, overwrite)  # fails fast: no venv, or an existing output
         summary = convert(
@@ -419,8 +422,8 @@ unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage 
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build_parser() -> Parser:
+    p = Parser(
         prog="python l3/convert.py",
         description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset (v3.0: see --codebase-version).",
         epilog=EPILOG,
@@ -429,12 +432,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "inputs",
         nargs="+",
+        type=existing_path,
         metavar="INPUT",
         help="L2 HDF5 files, platform export chunks or .tar.gz archives, ALOHA episode files; directories or globs",
     )
-    p.add_argument("-o", "--output", help="output dataset folder (required unless --print-config)")
+    p.add_argument("-o", "--output", type=output_folder, help="output dataset folder (required unless --print-config)")
     p.add_argument(
-        "-c", "--config", help="mapping YAML (default: inferred from the first episode; see config/lift_cube.yaml)"
+        "-c",
+        "--config",
+        type=existing_file,
+        help="mapping YAML (default: inferred from the first episode; see config/lift_cube.yaml)",
     )
     p.add_argument("--print-config", action="store_true", help="print the mapping (given or inferred) as YAML and exit")
     f = p.add_mutually_exclusive_group()
@@ -459,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=GLOB",
         help="tag files matching GLOB (path or file name) with source NAME; repeatable",
     )
-    p.add_argument("--max-episodes", type=int, help="stop after this many episodes")
+    p.add_argument("--max-episodes", type=positive_int, help="stop after this many episodes")
     p.add_argument(
         "--format",
         dest="input_format",
@@ -468,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--min-score",
-        type=float,
+        type=finite_float,
         metavar="X",
         help="drop platform-export episodes whose score attribute is below X (or missing)",
     )
@@ -481,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-j",
         "--workers",
-        type=int,
+        type=positive_int,
         default=1,
         help="worker processes (default 1); pays off with cameras (video encoding), less so for "
         "state-only data; the output is byte-identical for any number",
@@ -520,6 +527,8 @@ def print_config(args: argparse.Namespace) -> int:
     files = resolve_inputs(args.inputs)
     if args.config:
         m, origin = load_mapping(args.config), args.config
+    elif not files:
+        raise UsageError(f"no input files in {', '.join(args.inputs)} to infer the mapping from")
     else:
         with l3_inputs.Input(files[0], args.input_format) as inp:
             scan = inp.scan(source_override(files[0], parse_source_overrides(args.source)))
@@ -537,8 +546,6 @@ def print_config(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> Summary:
     if not args.output:
         raise UsageError("--output DIR is required")
-    if args.workers < 1:
-        raise UsageError("--workers must be >= 1")
     if args.address and args.engine != "ray":
         raise UsageError("--address goes with --engine ray")
     return convert(

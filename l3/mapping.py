@@ -148,34 +148,59 @@ class Mapping:
 # --------------------------------------------------------------------------- load
 
 
-def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
+TOP_KEYS = ("robot_type", "fps", "task", "state", "action", "cameras", "annotations", "video", "action_dim", "inputs")
+"""The keys of a mapping config."""
+PER_INPUT_KEYS = ("state", "action", "cameras", "action_dim")
+"""What may differ per input format (a config's ``inputs.<format>`` sections)."""
+INPUT_FORMATS = ("l2", "platform", "aloha")
+"""The input formats a config's ``inputs:`` may name (the readers of :mod:`l3.inputs`)."""
+SLICE_KEYS = ("from", "slice", "names", "rotation_type", "absolute", "quaternion", "quaternion_order")
+VIDEO_KEYS = ("codec", "crf", "preset", "gop")
+MAX_CRF = 51
+"""H.264's constant-rate-factor scale (8-bit video) runs from 0 (lossless) to 51."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _unknown(at: str, d: dict, known: tuple[str, ...]) -> None:
+    unknown = sorted(set(d) - set(known), key=str)
+    if unknown:
+        raise ConfigError(f"{at}: unknown key(s) {unknown} (known: {', '.join(known)})")
+
+
+def _slice_from_yaml(at: str, key: Any, d: Any) -> Slice:
+    """One ``state`` / ``action`` key; ``at`` locates it (``FILE: state.<key>``) in messages."""
+    if not isinstance(key, str) or not key:
+        raise ConfigError(f"{at}: key {key!r} must be a name (text)")
     if isinstance(d, str):
         d = {"from": d}
     if isinstance(d, dict) and "zeros" in d and "from" not in d:
         z, names = d["zeros"], d.get("names")
-        if set(d) - {"zeros", "names"} or not isinstance(z, int) or isinstance(z, bool) or z <= 0:
-            raise ConfigError(f"{where}.{key}: padding is {{zeros: N, names: [...]}} with N >= 1")
-        if names is not None and not (
-            isinstance(names, list) and len(names) == z and all(isinstance(n, str) for n in names)
-        ):
-            raise ConfigError(f"{where}.{key}.names: expected {z} strings")
-        return Slice(key=str(key), source="", zeros=z, names=tuple(names) if names else None)
+        if set(d) - {"zeros", "names"} or not _is_int(z) or z <= 0:
+            raise ConfigError(f"{at}: padding is {{zeros: N, names: [...]}} with N >= 1")
+        if names is not None and not (_strings(names) and len(names) == z):
+            raise ConfigError(f"{at}.names: expected {z} strings")
+        return Slice(key=key, source="", zeros=z, names=tuple(names) if names else None)
     if not isinstance(d, dict) or "from" not in d:
-        raise ConfigError(f"{where}.{key}: expected a mapping with 'from: <dataset path>' (or 'zeros: N')")
-    unknown = set(d) - {"from", "slice", "names", "rotation_type", "absolute", "quaternion", "quaternion_order"}
-    if unknown:
-        raise ConfigError(f"{where}.{key}: unknown field(s) {sorted(unknown)}")
+        raise ConfigError(f"{at}: expected a mapping with 'from: <dataset path>' (or 'zeros: N')")
+    _unknown(at, d, SLICE_KEYS)
+    if not isinstance(d["from"], str) or not d["from"].strip("/"):
+        raise ConfigError(f"{at}.from: expected a dataset path, got {d['from']!r}")
     start = end = None
     if "slice" in d:
         sl = d["slice"]
-        if not (
-            isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) and v >= 0 for v in sl) and sl[0] < sl[1]
-        ):
-            raise ConfigError(f"{where}.{key}.slice: expected [start, end] with 0 <= start < end")
+        if not (isinstance(sl, list) and len(sl) == 2 and all(_is_int(v) and v >= 0 for v in sl) and sl[0] < sl[1]):
+            raise ConfigError(f"{at}.slice: expected [start, end] with 0 <= start < end")
         start, end = sl
     rot = d.get("rotation_type")
     if rot is not None and rot not in ROTATION_TYPES:
-        raise ConfigError(f"{where}.{key}.rotation_type: {rot!r} is not one of {', '.join(ROTATION_TYPES)}")
+        raise ConfigError(f"{at}.rotation_type: {rot!r} is not one of {', '.join(ROTATION_TYPES)}")
     quat = d.get("quaternion")
     if quat is None and rot == "quaternion":
         quat = [0, 4]
@@ -183,31 +208,31 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
         if not (
             isinstance(quat, list)
             and len(quat) == 2
-            and all(isinstance(v, int) for v in quat)
+            and all(_is_int(v) for v in quat)
             and quat[1] - quat[0] == 4
             and quat[0] >= 0
         ):
-            raise ConfigError(f"{where}.{key}.quaternion: expected [a, a+4]")
+            raise ConfigError(f"{at}.quaternion: expected [a, a+4]")
         quat = (quat[0], quat[1])
     order = d.get("quaternion_order", "xyzw")
     if order not in QUATERNION_ORDERS:
-        raise ConfigError(f"{where}.{key}.quaternion_order: expected one of {', '.join(QUATERNION_ORDERS)}")
+        raise ConfigError(f"{at}.quaternion_order: expected one of {', '.join(QUATERNION_ORDERS)}")
     if rot == "quaternion" and (quat != (0, 4) or order != GR00T_QUATERNION_ORDER):
         raise ConfigError(
-            f"{where}.{key}: rotation_type quaternion means a 4-column key in GR00T's order "
+            f"{at}: rotation_type quaternion means a 4-column key in GR00T's order "
             f"(w, x, y, z); write quaternion_order: {GR00T_QUATERNION_ORDER} (the converter reorders)"
         )
     names = d.get("names")
     if names is not None:
-        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-            raise ConfigError(f"{where}.{key}.names: expected a list of strings")
+        if not _strings(names):
+            raise ConfigError(f"{at}.names: expected a list of strings")
         names = tuple(names)
     absolute = d.get("absolute", True)
     if not isinstance(absolute, bool):
-        raise ConfigError(f"{where}.{key}.absolute: expected true or false")
+        raise ConfigError(f"{at}.absolute: expected true or false")
     return Slice(
-        key=str(key),
-        source=str(d["from"]).strip("/"),
+        key=key,
+        source=d["from"].strip("/"),
         start=start,
         end=end,
         names=names,
@@ -218,77 +243,95 @@ def _slice_from_yaml(where: str, key: str, d: Any) -> Slice:
     )
 
 
-def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
-    """Build a Mapping from the parsed YAML document (raises ConfigError naming ``where``)."""
+def _video_from_yaml(at: str, vid: Any) -> VideoOptions:
+    """The ``video:`` section's types (whether PyAV takes the values: :func:`l3.video.option_problem`)."""
+    if vid is None:
+        return VideoOptions()
+    if not isinstance(vid, dict):
+        raise ConfigError(f"{at}: expected {{codec: NAME, crf: N, preset: NAME, gop: N}}")
+    _unknown(at, vid, VIDEO_KEYS)
+    for key in ("codec", "preset"):
+        if key in vid and (not isinstance(vid[key], str) or not vid[key]):
+            raise ConfigError(f"{at}.{key}: expected a name, got {vid[key]!r}")
+    if "crf" in vid and not (_is_int(vid["crf"]) and 0 <= vid["crf"] <= MAX_CRF):
+        raise ConfigError(
+            f"{at}.crf: expected an integer from 0 to {MAX_CRF} (H.264's quality scale), got {vid['crf']!r}"
+        )
+    if "gop" in vid and not (_is_int(vid["gop"]) and vid["gop"] >= 1):
+        raise ConfigError(
+            f"{at}.gop: expected an integer >= 1 (frames from one keyframe to the next), got {vid['gop']!r}"
+        )
+    return VideoOptions(**vid)
+
+
+def mapping_from_dict(d: Any, where: str = "<config>", prefix: str = "") -> Mapping:
+    """Build a Mapping from the parsed YAML document (raises ConfigError naming ``where``, the file, and the key;
+    ``prefix``: where the document sits in the file, e.g. ``inputs.platform.``)."""
+
+    def at(key: str) -> str:
+        return f"{where}: {prefix}{key}"
+
     if not isinstance(d, dict):
-        raise ConfigError(f"{where}: expected a YAML mapping at the top level")
-    unknown = set(d) - {
-        "robot_type",
-        "fps",
-        "task",
-        "state",
-        "action",
-        "cameras",
-        "annotations",
-        "video",
-        "action_dim",
-        "inputs",
-    }
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise ConfigError(f"{where}: {prefix or 'the top level'}: expected a YAML mapping")
+    _unknown(f"{where}{': ' + prefix.rstrip('.') if prefix else ''}", d, TOP_KEYS)
     for req in ("state", "action"):
         if not isinstance(d.get(req), dict) or not d[req]:
-            raise ConfigError(f"{where}: '{req}' must map at least one key to a dataset")
+            raise ConfigError(f"{at(req)}: must map at least one key to a dataset")
+    for key in ("robot_type", "task"):
+        if key in d and not isinstance(d[key], str):
+            raise ConfigError(f"{at(key)}: expected text, got {d[key]!r}")
     fps = d.get("fps")
-    if fps is not None and (not isinstance(fps, int) or isinstance(fps, bool) or fps <= 0):
-        raise ConfigError(f"{where}.fps: expected a positive integer (or no fps: the inputs' recorded rate)")
+    if fps is not None and (not _is_int(fps) or fps <= 0):
+        raise ConfigError(f"{at('fps')}: expected a positive integer (or no fps: the inputs' recorded rate)")
     cams = d.get("cameras") or {}
     if not isinstance(cams, dict):
-        raise ConfigError(f"{where}.cameras: expected {{camera_key: dataset path}}")
-    for k in cams:
-        if not safe_name(str(k)):
+        raise ConfigError(f"{at('cameras')}: expected {{camera_key: dataset path}}")
+    for k, v in cams.items():
+        if not isinstance(k, str) or not safe_name(k):
             raise ConfigError(
-                f"{where}.cameras: invalid camera key {k!r} (it becomes part of the output "
+                f"{at('cameras')}: invalid camera key {k!r} (it becomes part of the output "
                 "paths: letters, digits, '_', '-', '.', '+'; no '..', no leading '.' or '-')"
             )
+        if not isinstance(v, str) or not v.strip("/"):
+            raise ConfigError(f"{at('cameras')}.{k}: expected a dataset path, got {v!r}")
     ann = d.get("annotations", dict(DEFAULT_ANNOTATIONS))
     if ann is None:
         ann = {}
-    if not isinstance(ann, dict) or any(v not in ANNOTATION_KINDS for v in ann.values()):
-        raise ConfigError(f"{where}.annotations: expected {{'<source>.<type>': task|validity}}")
-    vid = d.get("video") or {}
-    try:
-        video = VideoOptions(**vid)
-    except TypeError as e:
-        raise ConfigError(f"{where}.video: {e}") from None
+    if not isinstance(ann, dict) or any(not isinstance(k, str) or v not in ANNOTATION_KINDS for k, v in ann.items()):
+        raise ConfigError(f"{at('annotations')}: expected {{'<source>.<type>': task|validity}}")
+    video = _video_from_yaml(at("video"), d.get("video"))
     action_dim = d.get("action_dim")
-    if action_dim is not None and (not isinstance(action_dim, int) or action_dim <= 0):
-        raise ConfigError(f"{where}.action_dim: expected a positive integer")
-    state = tuple(_slice_from_yaml(f"{where}: state", k, v) for k, v in d["state"].items())
-    action = tuple(_slice_from_yaml(f"{where}: action", k, v) for k, v in d["action"].items())
+    if action_dim is not None and (not _is_int(action_dim) or action_dim <= 0):
+        raise ConfigError(f"{at('action_dim')}: expected a positive integer")
+    state = tuple(_slice_from_yaml(f"{at('state')}.{k}", k, v) for k, v in d["state"].items())
+    action = tuple(_slice_from_yaml(f"{at('action')}.{k}", k, v) for k, v in d["action"].items())
     inputs = d.get("inputs") or {}
     if not isinstance(inputs, dict) or not all(isinstance(v, dict) for v in inputs.values()):
-        raise ConfigError(f"{where}.inputs: expected {{format: {{state: ..., action: ..., cameras: ...}}}}")
+        raise ConfigError(f"{at('inputs')}: expected {{format: {{state: ..., action: ..., cameras: ...}}}}")
     for fmt, sub in inputs.items():
-        if set(sub) - {"state", "action", "cameras", "action_dim"}:
+        if fmt not in INPUT_FORMATS:
+            raise ConfigError(f"{at('inputs')}: unknown input format {fmt!r} (one of {', '.join(INPUT_FORMATS)})")
+        if set(sub) - set(PER_INPUT_KEYS):
             raise ConfigError(
-                f"{where}.inputs.{fmt}: only state, action, cameras and action_dim differ per "
-                f"input format, got {sorted(set(sub) - {'state', 'action', 'cameras', 'action_dim'})}"
+                f"{at('inputs')}.{fmt}: only state, action, cameras and action_dim differ per "
+                f"input format, got {sorted(set(sub) - set(PER_INPUT_KEYS), key=str)}"
             )
     return Mapping(
-        robot_type=str(d.get("robot_type", "unknown")),
+        robot_type=d.get("robot_type", "unknown"),
         fps=fps,
-        task=str(d.get("task", "")),
+        task=d.get("task", ""),
         state=state,
         action=action,
-        cameras=tuple(Camera(str(k), str(v).strip("/")) for k, v in cams.items()),
-        annotations=tuple((str(k), str(v)) for k, v in ann.items()),
+        cameras=tuple(Camera(k, v.strip("/")) for k, v in cams.items()),
+        annotations=tuple(ann.items()),
         video=video,
         action_dim=action_dim,
         inputs=tuple(
             (
-                str(fmt),
-                mapping_from_dict({**{k: v for k, v in d.items() if k != "inputs"}, **sub}, f"{where}: inputs.{fmt}"),
+                fmt,
+                mapping_from_dict(
+                    {**{k: v for k, v in d.items() if k != "inputs"}, **sub}, where, f"{prefix}inputs.{fmt}."
+                ),
             )
             for fmt, sub in inputs.items()
         ),
@@ -296,15 +339,27 @@ def mapping_from_dict(d: dict, where: str = "<config>") -> Mapping:
 
 
 def load_mapping(path: str | Path) -> Mapping:
-    """Load a YAML mapping file."""
+    """Load a YAML mapping file; its ``video:`` options are tried on one tiny frame (:func:`l3.video.option_problem`)
+    so that PyAV's refusal comes now, before any output is written."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read mapping config ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: invalid YAML ({str(e).splitlines()[0]})") from None
-    return mapping_from_dict(doc, str(path))
+    except ValueError as e:  # a value YAML's resolver takes for a date that is none, e.g. 2024-13-45
+        raise ConfigError(f"{path}: invalid YAML ({e})") from None
+    m = mapping_from_dict(doc, str(path))
+    if isinstance(doc.get("video"), dict) and doc["video"]:
+        from l3.video import option_problem
+
+        problem = option_problem(m.video)
+        if problem is not None:
+            raise ConfigError(f"{path}: video.{problem[0]}: {problem[1]}")
+    return m
 
 
 # --------------------------------------------------------------------------- dump

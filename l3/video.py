@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from typing import BinaryIO
 
 import av
 import numpy as np
 
+from l2.format.l2file import one_line
+from l3 import layout
 from l3.mapping import VideoOptions
 from l3.stats import PixelStats
 
@@ -25,11 +33,16 @@ def encoder_options(opts: VideoOptions) -> dict[str, str]:
 
 
 def encode(
-    path: str | Path, chunks: Iterable[np.ndarray], fps: int, opts: VideoOptions, stats: PixelStats | None = None
+    path: str | Path | BinaryIO,
+    chunks: Iterable[np.ndarray],
+    fps: int,
+    opts: VideoOptions,
+    stats: PixelStats | None = None,
 ) -> int:
-    """Encode (n, H, W, 3) uint8 RGB chunks into one MP4; returns the number of frames written."""
+    """Encode (n, H, W, 3) uint8 RGB chunks into one MP4 (a path, or a binary file object); returns the number of
+    frames written."""
     count = 0
-    with av.open(str(path), mode="w", format="mp4") as container:
+    with av.open(path if hasattr(path, "write") else str(path), mode="w", format="mp4") as container:
         stream = None
         for chunk in chunks:
             if stream is None:
@@ -54,6 +67,47 @@ def encode(
         if stream is not None:
             container.mux(stream.encode(None))
     return count
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 points at /dev/null inside the block (what C libraries print there goes nowhere)."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def option_problem(opts: VideoOptions) -> tuple[str, str] | None:
+    """Whether PyAV takes ``opts``: None, or the first option it refuses as ``(key, why)``. The codec must be an
+    H.264 encoder (what the dataset's videos are); then one tiny frame is encoded in memory with the gop, the crf
+    and the preset added in turn, so that the first refusal names its option."""
+    try:
+        codec = av.Codec(opts.codec, "w")
+    except Exception as exc:  # noqa: BLE001 - PyAV's errors for an unknown name vary by version
+        return "codec", f"{opts.codec!r} is not an encoder this PyAV/FFmpeg has ({one_line(str(exc))})"
+    if codec.type != "video" or codec.canonical_name != layout.VIDEO_CODEC:
+        return "codec", f"{opts.codec!r} encodes {codec.canonical_name}, not {layout.VIDEO_CODEC} (e.g. libx264)"
+    base = VideoOptions(codec=opts.codec)
+    steps = (
+        ("gop", replace(base, gop=opts.gop)),
+        ("crf", replace(base, gop=opts.gop, crf=opts.crf)),
+        ("preset", opts),
+    )
+    frame = np.zeros((1, 16, 16, 3), np.uint8)
+    for key, tried in steps:
+        try:
+            with _stderr_silenced():  # x264 prints its own complaint (x264 [error]: ...) to the process's stderr
+                encode(io.BytesIO(), [frame], 10, tried)
+        except Exception as exc:  # noqa: BLE001 - whatever PyAV or the encoder says, it refused the option
+            why = getattr(exc, "strerror", None) or str(exc)
+            return key, f"{getattr(opts, key)!r} refused by {opts.codec} ({one_line(why)})"
+    return None
 
 
 def probe(path: str | Path) -> dict:
