@@ -21,8 +21,9 @@ import numpy as np
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from l2.format.cli_args import Parser, existing_folder, int_at_least, output_file, positive_int
 from l2.tools import report
-from l2.tools.frame_strip import frame_indices, tile
+from l2.tools.frame_strip import MAX_FRAMES, frame_indices, tile
 from l2.tools.report import TRACED, EpisodeData, InspectError, ReportBuilder
 from l3 import layout, meta
 from l3.video import decode
@@ -256,19 +257,27 @@ def _strip_row(path: Path, length: int, frames: int) -> list[np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m l3.inspect_dataset",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: python -m l3.inspect_dataset outputs/lift_cube_gr00t --output report.html",
     )
-    p.add_argument("dataset", help="GR00T LeRobot dataset folder (holds meta/, data/, videos/)")
-    p.add_argument("--output", "-o", required=True, help="HTML file to write")
+    p.add_argument("dataset", type=existing_folder, help="GR00T LeRobot dataset folder (holds meta/, data/, videos/)")
+    p.add_argument("--output", "-o", required=True, type=output_file, help="HTML file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument(
-        "--episodes", type=int, default=TRACED, help="episodes whose trajectories are drawn (default: %(default)s)"
+        "--episodes",
+        type=positive_int,
+        default=TRACED,
+        help="episodes whose trajectories are drawn (default: %(default)s)",
     )
-    p.add_argument("--frames", type=int, default=8, help="frames per camera in the strips (default: %(default)s)")
+    p.add_argument(
+        "--frames",
+        type=int_at_least(1, MAX_FRAMES),
+        default=8,
+        help="frames per camera in the strips (default: %(default)s)",
+    )
     p.add_argument(
         "--cube-xy", default=CUBE_XY, help="the two state dimensions holding the cube's x, y (default: %(default)s)"
     )
@@ -280,8 +289,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-validate", action="store_true", help="do not run l3.validate --fast on the dataset")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.episodes < 1 or args.frames < 1:
-        p.error("--episodes and --frames must be >= 1")
     return report.run(
         args.output,
         args.overwrite,
@@ -292,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cube_xy,
             args.ee_xy,
             validate=not args.no_validate,
-            progress=not args.quiet,
+            progress=not args.quiet and sys.stderr.isatty(),
         ),
     )
 

@@ -94,6 +94,7 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
         c.bad(
             layout.INFO_PATH, f"codebase_version is {info['codebase_version']!r}, expected {layout.CODEBASE_VERSION!r}"
         )
+        return c.out  # the rest is checked against the v2.1 layout, which this dataset does not follow
     features: dict = info["features"]
     fps = info["fps"]
     n = len(episodes)
@@ -412,13 +413,15 @@ def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    from l2.format.cli_args import Parser, existing_folder
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m l3.validate",
         description="Check a GR00T LeRobot v2.1 dataset folder against the L3 output spec.",
+        epilog="Exit status: 0 valid, 1 at least one violation (one per line on stdout, a count on stderr), "
+        "2 usage error or a path that is missing or not a folder (one line, nothing checked).",
     )
-    p.add_argument("dir", help="dataset folder (holds meta/, data/, videos/)")
+    p.add_argument("dir", type=existing_folder, help="dataset folder (holds meta/, data/, videos/)")
     p.add_argument(
         "--fast",
         action="store_true",
