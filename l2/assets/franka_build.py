@@ -11,7 +11,6 @@ missing. Needs no simulator: ``python -m l2.assets.franka_build [--force]``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -22,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from l2.format.cli_args import Parser
+from l2.format.l2file import one_line
 
 BUILD_RECIPE_VERSION = "2"
 """Bump when the recipe below changes so cached USDs are rebuilt."""
@@ -162,6 +164,12 @@ def build_franka_usd(out_usd: Path, visual_keep: float = VISUAL_KEEP) -> Path:
 def ensure_franka_usd(force: bool = False) -> Path:
     """Path of the offline Franka USD, building it first when missing (about 1 s)."""
     path = franka_usd_path()
+    if path.is_dir():
+        source = "L2L3_FRANKA_USD" if os.environ.get("L2L3_FRANKA_USD") else "the cache"
+        raise FileNotFoundError(f"{path}: is a folder, not a USD file (from {source})")
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise FileNotFoundError(f"{path}: cannot be written: {blocker} is a file, not a folder (check $L2L3_CACHE)")
     if force or not path.exists():
         if os.environ.get("L2L3_FRANKA_USD"):
             raise FileNotFoundError(f"L2L3_FRANKA_USD points to a missing file: {path}")
@@ -170,16 +178,21 @@ def ensure_franka_usd(force: bool = False) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Prints the USD path.")
+    parser = Parser(
+        prog="python -m l2.assets.franka_build",
+        description=__doc__.split("\n\n")[0],
+        epilog="Prints the USD path. Exit status: 0 built or cached, 2 the build failed or its place is unusable "
+        "(one line, nothing left behind).",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when the cached USD exists")
     parser.add_argument("--quiet", action="store_true", help="print nothing when the USD is already cached")
     args = parser.parse_args(argv)
     existed = franka_usd_path().exists()
     try:
         path = ensure_franka_usd(force=args.force)
-    except (RuntimeError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except (RuntimeError, OSError) as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     if not (args.quiet and existed and not args.force):
         print(f"franka USD: {path}")
     return 0

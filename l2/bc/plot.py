@@ -14,6 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from l2.format import atomic
+from l2.format.cli_args import Parser, existing_folder, output_file
+from l2.format.l2file import one_line
 from l2.policy.report import wilson_interval
 from l2.rl.plot import read_scalars
 
@@ -71,34 +74,84 @@ def plot_run(
     fig.suptitle(title)
     fig.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=90)
+    with atomic.replacing(output) as tmp:  # whole or not at all
+        fig.savefig(tmp, dpi=90, format="png")
     plt.close(fig)
     return output
 
 
+def _json_object(path: Path) -> dict:
+    """The JSON object in ``path``; ValueError naming the file when it is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}: not a JSON file ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return doc
+
+
+def read_run(run: Path) -> tuple[dict, dict, dict[int, tuple[int, int]]]:
+    """``(summary, config, rollouts)`` of a run folder of ``python -m l2.bc.train``; ValueError naming the file and
+    the field that is missing or of the wrong type."""
+    summary, config = _json_object(run / "summary.json"), _json_object(run / "config.json")
+
+    def bad(path: str, field: str, what: str) -> ValueError:
+        return ValueError(f"{run / path}: {field}: expected {what}")
+
+    rollouts = summary.get("rollouts", {})
+    if not isinstance(rollouts, dict):
+        raise bad("summary.json", "rollouts", "{epoch: [successes, episodes]}")
+    out: dict[int, tuple[int, int]] = {}
+    for epoch, counts in rollouts.items():
+        if not (
+            epoch.isdigit()
+            and isinstance(counts, list)
+            and len(counts) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in counts)
+            and 0 <= counts[0] <= counts[1]
+            and counts[1] > 0
+        ):
+            raise bad("summary.json", f"rollouts.{epoch}", "[successes, episodes] with 0 <= successes <= episodes")
+        out[int(epoch)] = (counts[0], counts[1])
+    if not isinstance(summary.get("num_demos"), int) or not isinstance(summary.get("name"), str):
+        raise bad("summary.json", "num_demos, name", "an integer and a name")
+    experiment, algo = config.get("experiment"), config.get("algo")
+    if not isinstance(experiment, dict) or not isinstance(experiment.get("epoch_every_n_steps"), (int, type(None))):
+        raise bad("config.json", "experiment.epoch_every_n_steps", "an integer")
+    if not isinstance(algo, dict) or not isinstance(algo.get("rnn", {}), dict):
+        raise bad("config.json", "algo", "robomimic's algo section (an object)")
+    return summary, config, out
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m l2.bc.plot",
         description=__doc__.split("\n\n")[0],
         epilog="examples:" + __doc__.split("Examples::")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run", type=Path, help="run folder of python -m l2.bc.train (logs/bc/<name>)")
-    parser.add_argument("--output", type=Path, default=None, help="PNG to write (default: RUN/learning_curve.png)")
+    parser.add_argument("run", type=existing_folder, help="run folder of python -m l2.bc.train (logs/bc/<name>)")
+    parser.add_argument(
+        "--output", type=output_file, default=None, help="PNG to write (default: RUN/learning_curve.png)"
+    )
     args = parser.parse_args(argv)
+    run = Path(args.run)
+    output = Path(args.output) if args.output else run / "learning_curve.png"
     try:
-        summary = json.loads((args.run / "summary.json").read_text())
-        config = json.loads((args.run / "config.json").read_text())
-        rollouts = {int(k): tuple(v) for k, v in summary.get("rollouts", {}).items()}
+        summary, config, rollouts = read_run(run)
         path = plot_run(
-            args.run / "logs",
+            run / "logs",
             rollouts,
-            args.output or args.run / "learning_curve.png",
+            output,
             title=f"{algorithm(config)} on {summary['num_demos']} demos ({summary['name']})",
-            steps_per_epoch=config["experiment"]["epoch_every_n_steps"],
+            steps_per_epoch=config["experiment"].get("epoch_every_n_steps"),
         )
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {atomic.io_error_line(exc, output, 'no picture written')}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
     return 0
