@@ -114,8 +114,12 @@ def test_bad_input_one_line_error(case, cfg, tmp_path, capsys):
 
 
 def test_missing_input_and_bad_config(tmp_path, capsys):
-    assert main([str(tmp_path / "nope.hdf5"), "-o", str(tmp_path / "o")]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'nope.hdf5'}:/: no such file")
+    with pytest.raises(SystemExit) as exit_:  # refused as the command line is parsed
+        main([str(tmp_path / "nope.hdf5"), "-o", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"python l3/convert.py: error: argument INPUT: {tmp_path / 'nope.hdf5'}: no such file or folder (see --help)\n"
+    )
     good = make_l2_file(tmp_path / "scripted_a.hdf5", 1)
     bad_cfg = tmp_path / "bad.yaml"
     bad_cfg.write_text("state: {joint_pos: {from: obs/joint_pos, slice: [0, 99]}}\naction: {a: actions}\n")
