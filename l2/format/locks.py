@@ -107,12 +107,6 @@ def hold_folder(folder: str | os.PathLike, *, remove_when_empty: bool = False) -
     return None
 
 
-def folder_holder(folder: str | os.PathLike) -> str | None:
-    """Why ``folder`` cannot be taken now ("in use by another process (pid N)"), None when no other process holds it."""
-    folder = Path(folder).absolute()
-    return None if folder in _held or not (folder / LOCK).exists() else in_use(folder / LOCK)
-
-
 def _written_pid(lock: Path) -> int | None:
     with contextlib.suppress(OSError, ValueError):
         return int(lock.read_text().strip())
