@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,21 @@ def pytest_configure(config) -> None:
 def run_scripted(*args: str) -> subprocess.CompletedProcess:
     """``l2/scripted/run.py`` in its own process (one simulator per process)."""
     return subprocess.run([sys.executable, str(SCRIPTED_RUN), *args], capture_output=True, text=True, timeout=900)
+
+
+def refused_in_one_line(proc: subprocess.CompletedProcess, *naming: str, status: int = 2) -> str:
+    """A command that refused as every command promises (docs/cli.md): exit ``status``, stderr exactly one non-empty
+    line, that line starting ``error:`` (``<prog>: error:`` for a bad argument, argparse's form) and holding each of
+    ``naming`` (the file it refuses, a word), no traceback on either stream. Returns the line. A traceback that
+    happens to say the same words (an uncaught FileExistsError names the file too) fails here."""
+    told = proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, told
+    assert proc.returncode == status, f"exit status {proc.returncode}, not {status}:\n{told}"
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and re.match(r"([^:]+: )?error: ", lines[0]), f"stderr is not one 'error:' line:\n{told}"
+    for text in naming:
+        assert text in lines[0], f"the error line does not name {text!r}: {lines[0]}"
+    return lines[0]
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser import images_loaded, screenshot
+from conftest import refused_in_one_line
 from l3_fixtures import CAMERAS, make_l2_file
 from PIL import Image
 
@@ -139,8 +140,7 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
         ("l2.tools.inspect_demos", str(tmp_path / "nope.hdf5"), "no such file"),
         ("l3.inspect_dataset", str(l2_files[0].parent), "meta/info.json: missing"),
     ):
-        r = run(module, arg, "--output", str(out))
-        assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
+        refused_in_one_line(run(module, arg, "--output", str(out)), want)
         assert not out.exists()
     import shutil
 
@@ -152,13 +152,14 @@ def test_bad_inputs_one_line_exit_2_no_output(l2_files, l3_dataset, tmp_path):
     video = broken / layout.video_path(0, layout.video_key(CAMERAS[1]))
     video.unlink()
     for want in (f"{broken / layout.data_path(5)}: cannot read", f"{video}: missing"):
-        r = run("l3.inspect_dataset", str(broken), "--output", str(out), "--no-validate", "--quiet")
-        assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
+        refused_in_one_line(
+            run("l3.inspect_dataset", str(broken), "--output", str(out), "--no-validate", "--quiet"), want
+        )
         assert not out.exists()
         shutil.copy(l3_dataset / layout.data_path(5), broken / layout.data_path(5))  # then only the MP4 is bad
     out.write_text("mine")
-    r = run("l3.inspect_dataset", str(l3_dataset), "--output", str(out))
-    assert r.returncode == 2 and "exists (pass --overwrite" in r.stderr and out.read_text() == "mine"
+    refused_in_one_line(run("l3.inspect_dataset", str(l3_dataset), "--output", str(out)), str(out), "exists")
+    assert out.read_text() == "mine"
     assert run("l3.inspect_dataset", str(l3_dataset), "--output", str(out), "--overwrite", "--quiet").returncode == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

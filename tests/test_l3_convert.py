@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from conftest import refused_in_one_line
 from l3_fixtures import CAMERA, CAMERAS, make_l2_file, state_only_config
 
 from l3 import layout
@@ -213,8 +214,8 @@ def test_existing_output_is_protected(mixed, tmp_path, capsys):
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     args = [str(mixed / "rl_lift_cube.hdf5"), "--config", str(CONFIG), "-o", str(out), "-q"]
-    assert main(args) == 2
-    assert "already exists" in capsys.readouterr().err
+    status, said = main(args), capsys.readouterr()
+    refused_in_one_line(subprocess.CompletedProcess(args, status, said.out, said.err), str(out), "already exists")
     assert (out / "keep.txt").read_text() == "mine"
     assert main([*args, "--overwrite"]) == 0
     assert not (out / "keep.txt").exists() and validate(out) == []

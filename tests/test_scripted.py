@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("isaaclab")
 
 import torch  # noqa: E402
-from conftest import run_scripted  # noqa: E402
+from conftest import refused_in_one_line, run_scripted  # noqa: E402
 
 from l2.format.validate import validate_file  # noqa: E402
 from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine, PickState  # noqa: E402
@@ -124,7 +124,7 @@ def test_refuses_existing_file_and_append_continues_numbering(scripted_run, tmp_
     out.write_bytes(src.read_bytes())
     before = out.read_bytes()
     refused = _run("--num_envs", "2", "--num_demos", "1", "--output", str(out))
-    assert refused.returncode != 0 and "exists" in refused.stderr
+    refused_in_one_line(refused, str(out), "exists")
     assert out.read_bytes() == before
     with h5py.File(out) as f:
         old = {n: f[f"data/{n}/actions"][()] for n in f["data"]}
