@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("isaaclab")
 
 import torch  # noqa: E402
+from conftest import refused_in_one_line  # noqa: E402
 from isaaclab.utils.math import apply_delta_pose  # noqa: E402
 
 from l2.format.validate import validate_file  # noqa: E402
@@ -226,7 +227,7 @@ def test_append_keeps_demos_and_continues_numbering(replayed, tmp_path):
     out = tmp_path / "teleop_lift_cube.hdf5"
     shutil.copy(src, out)
     refused = _run("--teleop_device", "replay", "--trace", str(EXAMPLE), "--output", str(out))
-    assert refused.returncode != 0 and "exists" in refused.stderr
+    refused_in_one_line(refused, str(out), "exists")
     proc = _run("--teleop_device", "replay", "--trace", str(EXAMPLE), "--output", str(out), "--append")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "saved demo_1:" in proc.stdout and "2 in the file" in proc.stdout
@@ -258,7 +259,9 @@ def test_reset_and_discard_writes_only_the_successful_attempt(tmp_path):
 
 @pytest.mark.sim
 def test_sigint_during_the_second_attempt_keeps_the_first_demo(tmp_path, replayed):
-    trace = _composed_trace(tmp_path / "long.json", wander=2000)
+    # The trace pauses and starts again 100 ticks into the second attempt: the session's "running" line after
+    # "saved demo_0" says that attempt is under way, with steps taken that must not be written.
+    trace = _composed_trace(tmp_path / "long.json", (100, "pause"), (101, "start"), wander=2000)
     out = tmp_path / "teleop_lift_cube.hdf5"
     proc = subprocess.Popen(
         [
@@ -277,16 +280,17 @@ def test_sigint_during_the_second_attempt_keeps_the_first_demo(tmp_path, replaye
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # each line as it is printed
     )
     lines = []
     try:
-        deadline = time.monotonic() + 300
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("saved demo_0"):
-                break
-            assert time.monotonic() < deadline, "no demo saved in time"
-        time.sleep(3.0)  # well inside the second attempt (2000 ticks at <= 20 Hz)
+        for sign in ("saved demo_0", "paused", "running"):  # in this order
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith(sign):
+                    break
+            else:
+                raise AssertionError(f"the session ended before printing {sign!r}:\n{''.join(lines)[-3000:]}")
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=120)
     finally:
