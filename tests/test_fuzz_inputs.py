@@ -15,11 +15,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fuzz_inputs import MUTATIONS, READERS, campaign  # noqa: E402
+from bench.fuzz_inputs import BYTE_MUTATIONS, MUTATIONS, READERS, campaign  # noqa: E402
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_every_mutation_kind_fails_cleanly(reader):
     outcomes = campaign([reader], per_reader=len(MUTATIONS), seed=11, timeout=120)
+    # It tried something: a mutant per mutation, every kind the reader takes applied to a file (a .tar.gz takes
+    # the byte mutations only), and the checks answered both ways (a mutant refused, not every one converted).
+    assert len(outcomes) == len(MUTATIONS) and {o.reader for o in outcomes} == {reader}, outcomes
+    kinds = BYTE_MUTATIONS if reader == "platform_tar" else MUTATIONS
+    applied = {o.kind for o in outcomes if not o.what.startswith("not applied")}
+    assert applied == set(kinds), f"mutations not tried: {sorted(set(kinds) - applied)}"
+    assert any(not o.converted for o in outcomes), "every mutant converted: were they mutated?"
     failures = [f"{o.kind} ({o.what}): {'; '.join(o.problems)}" for o in outcomes if o.problems]
     assert not failures, "\n".join(failures)
