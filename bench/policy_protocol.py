@@ -5,7 +5,9 @@ A ``get_action`` carries a GR00T observation of B envs (both cameras at --image-
 instruction of config/lift_cube.yaml, built by the same adapter ``l2.evaluate`` uses) to a server in another
 process, whose policy answers a zero chunk of 16 actions; the baseline sends the very request bytes and gets
 the very answer bytes back with no encoding or decoding on either side. Both run side by side, interleaved,
-and the medians are compared. The simulation step is timed in the lift task with both cameras on.
+and the medians are compared. The simulation step is timed in the lift task with both cameras on. Last, with no
+server at all: how long a client's ``ping`` takes to give up (its timeout 0.3 s), and how long
+``python -m l2.evaluate`` takes to refuse that address in one line (``--timeout 1``, before any simulator).
 
     python bench/policy_protocol.py                               # B = 1 and 16, 224 x 224, 16-env sim step
     python bench/policy_protocol.py --batches 1 --image-size 32 --repeats 5 --sim-envs 1 --sim-steps 2  # smoke
@@ -28,6 +30,8 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "lift_cube.yaml"
 HORIZON = 16
+NO_SERVER_TIMEOUT = 0.3
+"""The client's timeout in the no-server measurement (seconds)."""
 
 
 class ZeroChunk:
@@ -167,6 +171,34 @@ print("STEP", statistics.median(times[1:]))
     return float(line.split()[1])
 
 
+def no_server(timeout_s: float = NO_SERVER_TIMEOUT) -> tuple[float, float]:
+    """Seconds until a client's ``ping`` to a port nothing listens on gives up, and until ``python -m l2.evaluate``
+    refuses that address (``--timeout 1``) with its one line, before any simulator."""
+    from l2.policy.protocol import PolicyClient, ServerTimeout
+
+    port = _free_port()
+    client = PolicyClient("127.0.0.1", port, timeout_s=timeout_s)
+    start = time.perf_counter()
+    try:
+        client.ping()
+    except ServerTimeout:
+        ping = time.perf_counter() - start
+    else:
+        raise RuntimeError(f"something answered a ping on port {port}")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "l2.evaluate", "--policy", f"server:127.0.0.1:{port}", "--timeout", "1"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    refused = time.perf_counter() - start
+    if proc.returncode != 2 or "evaluating" in proc.stdout or "within 1 s" not in proc.stderr:
+        raise RuntimeError(f"l2.evaluate did not refuse the address in one line: {proc.stderr[-2000:]}")
+    return ping, refused
+
+
 def main(argv: list[str] | None = None) -> int:
     from l2.format import cli_args
 
@@ -201,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
             f"simulation step: {1000 * step:.0f} ms ({args.sim_envs} envs, both cameras {size}x{size}, cpu); "
             f"targets: ratio <= 1.5x, share <= 10 %"
         )
+    ping, refused = no_server()
+    print(
+        f"no server: ping gives up after {ping:.2f} s (timeout {NO_SERVER_TIMEOUT} s); python -m l2.evaluate refuses "
+        f"the address in {refused:.1f} s (--timeout 1, before any simulator); "
+        f"targets: ping <= timeout + 0.1 s, refusal <= 10 s"
+    )
     return 0
 
 

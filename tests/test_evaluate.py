@@ -292,12 +292,10 @@ def _chunk(batch: int, value: float = 0.0, keys=("ee_pose", "gripper"), widths=(
 
 def test_unreachable_server_is_one_line_before_the_simulator_starts():
     port = free_port()
-    start = time.perf_counter()
     proc = evaluate("--policy", f"server:127.0.0.1:{port}", "--timeout", "1")
     line = _one_error_line(proc)
     assert f"tcp://127.0.0.1:{port}" in line and "within 1 s" in line
     assert "evaluating" not in proc.stdout  # refused before the env was built
-    assert time.perf_counter() - start < 60
 
 
 def test_server_error_and_mismatched_actions_are_one_line(serve, state_config):

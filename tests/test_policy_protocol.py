@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import free_port
+from conftest import free_port, refused_in_one_line
 from l3_fixtures import make_l2_file, state_only_config
 
 from l2.format import schema
@@ -135,10 +134,8 @@ def test_undecodable_request_gets_an_error_map(server):
 def test_no_server_is_a_timeout_naming_address_and_wait():
     port = free_port()
     client = protocol.PolicyClient("127.0.0.1", port, timeout_s=0.3)
-    start = time.perf_counter()
     with pytest.raises(protocol.ServerTimeout, match=rf"tcp://127.0.0.1:{port} .* within 0.3 s"):
         client.ping()
-    assert time.perf_counter() - start < 10
 
 
 # ------------------------------------------------------------------------------------------ modality adapter
@@ -307,8 +304,7 @@ def test_serve_cli_answers_over_a_socket_and_refuses_bad_datasets(datasets, tmp_
         text=True,
         timeout=120,
     )
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
-    assert bad.stderr.startswith("error: ") and "modality.json: action keys" in bad.stderr
+    refused_in_one_line(bad, str(roots["lift_cube_split_pose"]), "modality.json: action keys")
     missing = subprocess.run(
         [sys.executable, "-m", "l2.serve", "replay", str(tmp_path / "nope")],
         cwd=REPO,
@@ -316,7 +312,7 @@ def test_serve_cli_answers_over_a_socket_and_refuses_bad_datasets(datasets, tmp_
         text=True,
         timeout=120,
     )
-    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    refused_in_one_line(missing, str(tmp_path / "nope"))
 
 
 def test_policy_source_tag_is_known():
