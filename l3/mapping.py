@@ -272,8 +272,8 @@ def mapping_from_dict(d: Any, where: str = "<config>", prefix: str = "") -> Mapp
         return f"{where}: {prefix}{key}"
 
     if not isinstance(d, dict):
-        raise ConfigError(f"{where}: {prefix or 'the top level'}: expected a YAML mapping")
-    _unknown(f"{where}{': ' + prefix.rstrip('.') if prefix else ''}", d, TOP_KEYS)
+        raise ConfigError(f"{where}: the top level: expected a YAML mapping")
+    _unknown(where, d, TOP_KEYS)
     for req in ("state", "action"):
         if not isinstance(d.get(req), dict) or not d[req]:
             raise ConfigError(f"{at(req)}: must map at least one key to a dataset")
