@@ -5,6 +5,7 @@ the tools that write whole outputs (conversion, merge, split) at random moments.
     python bench/crash_campaign.py --kills 4 --seed 1    # quicker
     python bench/crash_campaign.py --cameras             # with both cameras (streamed frames), slower
     python bench/crash_campaign.py --kills 0 --tool-kills 30   # only the tools
+    python bench/crash_campaign.py --kills 0 --tool-kills 0 --driver-kills 3   # only the --workers drivers
 
 Every round launches ``l2/scripted/run.py --append`` on the same file (4 envs), waits until it is
 collecting, and kills it with SIGKILL, in turns:
@@ -19,6 +20,12 @@ collecting, and kills it with SIGKILL, in turns:
 After each kill the file must pass ``l2.format.validate``, every demo the run had reported as written (its
 progress bar, updated after each flushed episode) must still be in it (``lost`` counts those that are
 not), and the next round appends to the same file. Nothing here is timed: the delays only pick moments.
+
+Driver rounds (``--driver-kills``) start a ``--workers 2`` collection (its driver and two collectors) and, once a shard
+holds a demo, a second driver with the same command, which must be refused (one line naming the first's pid, exit 2)
+while the first lives; the campaign kills the first driver (SIGKILL) after a random number of such refusals, and the
+second then resumes its shards: it must say so, end with exactly the demos asked for, and the file must hold every
+demo that was finished in the shards when the first died, each once.
 
 Tool rounds (``--tool-kills``, in turns ``l3/convert.py``, ``l2.tools.merge``, ``l2.tools.split``) run each tool
 on a small camera L2 file and kill it at a random moment of a clean run's duration. The target (the dataset
@@ -174,6 +181,128 @@ def run_round(path: Path, args: argparse.Namespace, rng: random.Random, mode: st
     reader.join(timeout=10)
     valid, verdict = validator_verdict(path) if path.exists() else (before == 0, "no file yet")
     return Round(mode, moment, reported, before, demos_in(path) if valid else -1, valid, verdict, proc.returncode)
+
+
+# -- driver rounds ---------------------------------------------------------------------------------------------
+@dataclass
+class DriverRound:
+    refusals: int
+    """Times the second driver was refused while the first lived (each naming the first's pid)."""
+    refused_right: bool
+    finished_at_kill: int
+    """Demos in the shards when the first driver had died."""
+    resumed: bool
+    demos: int
+    kept_once: bool
+    """Every demo finished at the kill is in the file, each once, and no demo twice."""
+    exit_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.refused_right and self.resumed and self.kept_once and self.exit_code == 0
+
+
+def demo_digests(path: Path) -> list[str]:
+    """One digest per demo of an L2 file (over its datasets' names and bytes), in file order."""
+    import hashlib
+
+    import h5py
+
+    out = []
+    with h5py.File(path, "r") as f:
+        for name in f["data"]:
+            h = hashlib.sha256()
+            f["data"][name].visititems(
+                lambda key, obj, h=h: isinstance(obj, h5py.Dataset) and h.update(key.encode() + obj[()].tobytes())
+            )
+            out.append(h.hexdigest())
+    return out
+
+
+class FinishedFirst(Exception):
+    """The first driver finished before it could be killed: the round tried nothing (run it again, longer)."""
+
+
+def driver_round(work: Path, rng: random.Random, seed: int, num_demos: int) -> DriverRound:
+    from l2.distributed import count_demos
+    from l2.format.locks import LOCK, in_use, lock_holder
+    from l2.format.validate import validate_file
+    from l2.recording.output import work_folder
+
+    out = work / f"round_{seed}_{num_demos}" / "scripted_lift_cube.hdf5"
+    out.parent.mkdir(parents=True)
+    folder = work_folder(out)
+    shards = [folder / f"shard_{k}.hdf5" for k in range(2)]
+    cmd = [sys.executable, "l2/scripted/run.py", "--num_envs", "2", "--num_demos", str(num_demos), "--workers", "2"]
+    cmd += ["--seed", str(seed), "--output", str(out), "presets=no_cameras"]
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def a_demo() -> bool:
+        for shard in shards:
+            try:
+                if count_demos(shard):
+                    return True
+            except Exception:  # noqa: BLE001  read while its collector writes it: ask again
+                pass
+        return False
+
+    while first.poll() is None and not (lock_holder(folder / LOCK) == first.pid and a_demo()):
+        time.sleep(0.2)
+    refusals, refused_right = 0, first.poll() is None
+    for _ in range(rng.randint(1, 3)):  # the second driver, waiting to resume: refused while the first lives
+        second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        errors = [line for line in second.stderr.splitlines() if line.startswith("error: ")]
+        refusals += 1
+        refused_right &= (
+            second.returncode == 2
+            and len(errors) == 1
+            and f"in use by another process (pid {first.pid})" in errors[0]
+            and "resuming" not in second.stdout
+        )
+    if first.poll() is not None:
+        raise FinishedFirst(f"the first driver ended (exit {first.returncode}) before it was killed")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    while any(in_use(s) for s in shards):  # its collectors die with it, letting go of their files last
+        time.sleep(0.2)
+    finished = []
+    for shard in shards:
+        if shard.exists() and validate_file(shard).ok:  # validating rolls back a write the kill cut short
+            finished += demo_digests(shard)
+    second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    resumed = "note: resuming the stopped run" in second.stdout
+    demos = demo_digests(out) if out.exists() and validate_file(out).ok else []
+    kept_once = len(demos) == num_demos == len(set(demos)) and set(finished) <= set(demos)
+    return DriverRound(refusals, refused_right, len(finished), resumed, len(demos), kept_once, second.returncode)
+
+
+def driver_rounds(kills: int, rng: random.Random) -> list[DriverRound]:
+    rounds = []
+    if not kills:
+        return rounds
+    print("\n  driver  refused  right  finished at kill  resumed  demos  each once  exit")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(kills):
+            for num_demos in (8, 16, 32):
+                try:
+                    r = driver_round(Path(tmp), rng, 2000 + i, num_demos)
+                    break
+                except FinishedFirst as e:
+                    print(f"  driver round {i + 1}: {e} ({num_demos} demos); again with more", file=sys.stderr)
+            else:
+                raise RuntimeError("the first driver finished before its kill in every try")
+            rounds.append(r)
+            print(
+                f"  {i + 1:>6}  {r.refusals:>7}  {'yes' if r.refused_right else 'NO':<5}  {r.finished_at_kill:>16}  "
+                f"{'yes' if r.resumed else 'NO':<7}  {r.demos:>5}  {'yes' if r.kept_once else 'NO':<9}  "
+                f"{r.exit_code:>4}",
+                flush=True,
+            )
+    print(
+        f"\n  drivers: {sum(r.ok for r in rounds)}/{len(rounds)} killed while a second waited: refused while it lived, "
+        "then resumed, every finished demo kept once"
+    )
+    return rounds
 
 
 # -- tool rounds ---------------------------------------------------------------------------------------------
@@ -340,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cameras", action="store_true", help="record both cameras (default: state only)")
     parser.add_argument("--file", type=Path, default=None, help="demo file to collect into (default: a temp file)")
     parser.add_argument(
+        "--driver-kills",
+        type=int,
+        default=2,
+        help="rounds that kill a --workers driver while a second one waits to resume (default: %(default)s)",
+    )
+    parser.add_argument(
         "--tool-kills",
         type=int,
         default=9,
@@ -370,9 +505,11 @@ def main(argv: list[str] | None = None) -> int:
             f"\n  kills {killed}/{len(rounds)} rounds (SIGKILL), file valid after {survived}/{len(rounds)}, "
             f"reported demos lost {lost}, demos in the file at the end {rounds[-1].after}"
         )
+    drivers = driver_rounds(args.driver_kills, rng)
     tools = tool_rounds(args.tool_kills, rng)
     collection_ok = survived == len(rounds) and lost == 0 and killed == len(rounds)
-    return 0 if (rounds or tools) and collection_ok and all(r.ok for r in tools) else 1
+    ran = rounds or drivers or tools
+    return 0 if ran and collection_ok and all(r.ok for r in drivers) and all(r.ok for r in tools) else 1
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ A case runs a real command of the project against a fault: a full filesystem (a 
 read-only one, a second writer, SIGINT / SIGTERM in the middle of the work. It passes when the command ends
 with exactly one ``error:`` line and no traceback, the exit status the docs promise (2; 130 / 143 for a
 signal), its inputs byte-identical (or, for a collection, the file valid with every demo it had), and nothing
-left beside the target (no temporary, no spool). Mounting needs root (as in CI); elsewhere the campaign says
-so and stops. Nothing here is timed: the seconds column only shows what a case costs.
+left beside the target (no temporary, no spool). Mounting needs root: as root or in CI (``CI=true``) a tmpfs that
+cannot be mounted fails the campaign (exit 1, saying why); elsewhere it says that it skipped and why, exit 0.
+Nothing here is timed: the seconds column only shows what a case costs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import os
 import re
 import shutil
 import signal
@@ -30,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ONE_PROCESS = ("--num_envs", "2", "--workers", "1")
 """A collection in one process: the faults hit the recorder's own file (the workers' shards: tests/test_workers.py)."""
+AUTO = ("--num_envs", "2", "--workers", "auto")
+"""A collection as a user starts it: one collector process per core (two envs: at most two)."""
 for p in (REPO, REPO / "tests"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
@@ -118,7 +122,11 @@ class Campaign:
         self.inputs = {p: digest(p) for p in (self.data, self.copy)}
         self.outcomes: list[Outcome] = []
 
-    def check(self, case: str, folder: Path, expected: int, command: Callable[[], tuple], keep=()) -> None:
+    def check(
+        self, case: str, folder: Path, expected: int, command: Callable[[], tuple], keep=(), names: str = ""
+    ) -> None:
+        """Run ``command`` (again when it outran its signal) and record its outcome; ``names``: what its line must
+        say."""
         start = time.perf_counter()
         for _ in range(3):  # a signal case whose command outran its trigger (a busy machine) runs again
             try:
@@ -137,8 +145,17 @@ class Campaign:
             code, stderr = -1, f"error: never signalled in 3 runs: {missed}"
         leftovers = sorted(p.name for p in folder.iterdir() if p.name not in keep)
         intact = all(digest(p) == h for p, h in self.inputs.items())
+        line = one_line(stderr)
         self.outcomes.append(
-            Outcome(case, code, expected, one_line(stderr), intact, leftovers, time.perf_counter() - start)
+            Outcome(
+                case,
+                code,
+                expected,
+                line if line and names in line else None,
+                intact,
+                leftovers,
+                time.perf_counter() - start,
+            )
         )
 
     # -- the tools -----------------------------------------------------------------------------------------
@@ -283,41 +300,51 @@ class Campaign:
                 2,
                 lambda: run(scripted, "--num_envs", "1", "--num_demos", "1", "--output", f"{disk}/d/scripted_x.hdf5"),
             )
-        folder = self.work / "busy"
+        for label, first_run in (("a one-process run", ONE_PROCESS), ("a --workers auto run", AUTO)):
+            self._second_collector(scripted, label, first_run)
+
+    def _second_collector(self, scripted: str, label: str, first_run: tuple[str, ...]) -> None:
+        """While ``first_run`` collects into a file, second collectors (``--workers auto``, as a user starts them; as
+        given and with ``--append``) are refused in one line naming its pid; then Ctrl-C ends it with its summary."""
+        from l2.format.locks import LOCK, lock_holder
+        from l2.format.validate import validate_file
+        from l2.recording.output import work_folder
+
+        folder = self.work / f"busy_{len(self.outcomes)}"
         folder.mkdir()
         target = folder / "scripted_lift_cube.hdf5"
-        first = subprocess.Popen(
-            [
-                sys.executable,
-                scripted,
-                *ONE_PROCESS,
-                "--num_demos",
-                "40",
-                "--output",
-                str(target),
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        while not _has_demo(target) and first.poll() is None:
+        work = work_folder(target)
+        err = self.work / f"{folder.name}.stderr"  # a file, not a pipe: its progress bar must never block it
+        with open(err, "w") as stderr:
+            first = subprocess.Popen(
+                [sys.executable, scripted, *first_run, "--num_demos", "40", "--output", str(target)],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        written = lambda: _has_demo(target) or any(_has_demo(p) for p in work.glob("shard_[0-9]*.hdf5"))  # noqa: E731
+        while first.poll() is None and not (lock_holder(work / LOCK) == first.pid and written()):
             time.sleep(0.5)
-        self.check(
-            "a second collector appending to a file in use",
-            folder,
-            2,
-            lambda: run(scripted, "--num_envs", "1", "--num_demos", "1", "--output", str(target), "--append"),
-            keep=(target.name, f".{target.stem}.{first.pid}.frames.spool"),
-        )
+        # The first run's own: its lock's folder, its camera spool, the undo journal of the file it appends to.
+        keep = (target.name, work.name, f".{target.stem}.{first.pid}.frames.spool", f"{target.name}.journal")
+        for extra in ((), ("--append",)):
+            self.check(
+                f"a second collector{' appending' if extra else ''} while {label} writes the file",
+                folder,
+                2,
+                lambda e=extra: run(scripted, *AUTO, "--num_demos", "2", "--output", str(target), *e),
+                keep=keep,
+                names=f"in use by another process (pid {first.pid})",
+            )
         start = time.perf_counter()
         first.send_signal(signal.SIGINT)
-        stdout, stderr = first.communicate(timeout=600)
+        stdout, _ = first.communicate(timeout=600)
         report = validate_file(target)
-        summary = "interrupted" in stdout and "by SIGINT" in stdout and "Traceback" not in stderr
+        summary = "interrupted" in stdout and "by SIGINT" in stdout and "Traceback" not in err.read_text()
         self.outcomes.append(
             Outcome(
-                "Ctrl-C while collecting (a summary, not an error line)",
+                f"Ctrl-C while {label} collects (a summary, not an error line)",
                 first.returncode,
                 130,
                 "summary marked interrupted" if summary else None,
@@ -345,8 +372,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         why = can_mount(work)
+        if why is not None and (os.geteuid() == 0 or os.environ.get("CI") == "true"):
+            who = "as root" if os.geteuid() == 0 else "in CI (CI=true)"
+            print(f"faults: FAILED, cannot mount a tmpfs {who} ({why}): no case could run", file=sys.stderr)
+            return 1
         if why is not None:
-            print(f"faults: skipped, cannot mount a tmpfs here ({why}); run as root, as CI does")
+            print(f"faults: skipped, not root: cannot mount a tmpfs here ({why}); run as root, as CI does")
             return 0
         campaign = Campaign(work)
         campaign.tools()
