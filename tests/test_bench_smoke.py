@@ -89,7 +89,7 @@ SMOKE = {
     "variety.py": (["--envs", "1", "--steps", "3", "--rounds", "1"], ["variety / plain"], ("sim",)),
     "policy_protocol.py": (
         ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
-        ["baseline = bare ZeroMQ echo", "simulation step:"],
+        ["baseline = bare ZeroMQ echo", "simulation step:", "no server: ping gives up after"],
         ("sim",),
     ),
 }
@@ -112,6 +112,8 @@ def test_benchmark_runs_and_prints_its_table(script, args, expected, request):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for text in expected:
         assert text in proc.stdout, f"{script} printed no '{text}':\n{proc.stdout[-3000:]}"
+    if script != "fault_campaign.py":
+        _every_figure_is_a_number(script, proc.stdout)
     if script == "fault_campaign.py":
         _every_fault_case_passed(proc.stdout)
 
@@ -124,6 +126,18 @@ def _every_fault_case_passed(stdout: str) -> None:
         pytest.skip(stdout.strip().splitlines()[-1])
     result = re.search(r"faults: (\d+)/(\d+) cases", stdout)
     assert result and result[1] == result[2] and int(result[2]) >= 11, stdout[-3000:]
+
+
+NOT_A_NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?:x|s|ms|MB)?(?![A-Za-z_])")
+"""A figure printed as Python prints a float it could not measure: ``nan``, ``inf``, ``-inf`` (with a unit: ``nanx``,
+``infs``)."""
+
+
+def _every_figure_is_a_number(script: str, stdout: str) -> None:
+    """A figure the benchmark could not measure (LeRobot's writer failed, no ffmpeg, nothing timed) prints as
+    ``nan`` or ``inf`` beside its label: the label is there, the result is not."""
+    lines = [line for line in stdout.splitlines() if NOT_A_NUMBER.search(line)]
+    assert not lines, f"{script} printed figures that are not numbers:\n" + "\n".join(lines)
 
 
 def test_every_benchmark_has_a_smoke_run():
