@@ -386,3 +386,15 @@ def test_load_mapping_names_the_file_and_key(tmp_path: Path, content: bytes, say
         load_mapping(path)
     assert str(err.value).startswith(f"{path}: ") and says in str(err.value), str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_read_through_check_ahead_of_no_regular_file(tmp_path: Path, inputs: Path) -> None:
+    """Paths none of which is a regular file (a folder, a missing file) ask the read-through helper nothing: an
+    empty request used to read as one "" path, whose answer had no slot (IndexError, and again at exit)."""
+    from l2.format import hdf5_guard
+
+    hdf5_guard.read_through_all([str(tmp_path), str(tmp_path / "missing.hdf5")])
+    assert not hdf5_guard.checked_ahead(str(tmp_path))
+    hdf5_guard.check_ahead([str(inputs / "demos.hdf5")])  # a file after it is checked as before
+    assert hdf5_guard.read_through(str(inputs / "demos.hdf5")) is None
+    hdf5_guard._HELPER.close()  # what runs at exit
