@@ -100,12 +100,12 @@ def _is_int(v: Any, low: int = 0) -> bool:
 
 
 def _numbers(v: Any) -> bool:
-    """A finite number, or a rectangular array (nested lists) of them."""
-    if isinstance(v, bool) or not isinstance(v, (int, float, list)):
+    """A number or a bool, or a rectangular array (nested lists) of them (``next.done``'s statistics are bools)."""
+    if not isinstance(v, (bool, int, float, list)):
         return False
     try:
-        return bool(np.isfinite(np.asarray(v, dtype=np.float64)).all())
-    except (TypeError, ValueError, OverflowError):  # ragged, or something other than numbers inside
+        return np.asarray(v).dtype.kind in "biuf"  # not object (None, text, a mix)
+    except (ValueError, OverflowError):  # ragged, or an integer past int64
         return False
 
 
@@ -116,8 +116,8 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "text": (lambda v: isinstance(v, str), "text"),
     "text?": (lambda v: v is None or isinstance(v, str), "text or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "object": (lambda v: isinstance(v, dict), "an object"),
-    "object?": (lambda v: v is None or isinstance(v, dict), "an object or null"),
+    "object": (lambda v: isinstance(v, dict), "a JSON object"),
+    "object?": (lambda v: v is None or isinstance(v, dict), "a JSON object or null"),
     "texts": (lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v), "a list of text"),
     "shape": (lambda v: isinstance(v, list) and bool(v) and all(_is_int(n) for n in v), "a list of integers >= 0"),
     "numbers": (_numbers, "a number or an array of numbers"),
