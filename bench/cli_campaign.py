@@ -6,7 +6,8 @@ for a folder), an empty folder, random bytes and a truncated copy of a valid inp
 path of the other kind and a path under a file; every typed option a value of the wrong type and values past its
 bounds (``l2.format.cli_args`` types say which); ``--config`` files that are not UTF-8, not YAML, or hold an unknown
 key; the ``KEY=VALUE`` overrides of the simulator commands an unknown preset, an unknown key and a malformed one.
-Every other argument keeps a valid value, so the error is the case's own.
+An unknown option is tried on every command. Every other argument keeps a valid value, so the error is the case's
+own.
 
 Each case runs in its own process (``python -m MODULE ...`` or ``python bench/X.py ...``, in an empty working
 folder) under a time limit. It passes when the exit status is 1 or 2, stderr holds exactly one non-empty line,
@@ -344,7 +345,7 @@ def cases_of(command: Command, inputs: Inputs) -> list[Case]:
     parser = parser_of(command)
     base = command.base(inputs)
     prefix, vary = (base[:1], base[1:]) if command.sub else ([], base)  # a sub-command's name stays first
-    cases: list[Case] = []
+    cases = [Case(command, "unknown option", [*base, "--no-such-option"])]
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue

@@ -342,15 +342,21 @@ class ActorReport:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from l2.recording import cli  # not at the top: the Ray workers import this module, and cli imports Isaac Lab
+    from l2.format import cli_args
+    from l2.recording import cli, sim  # not at the top: the Ray workers import this module
 
     parser = cli.runner_parser(__doc__, "python -m l2.distributed")
     parser.prog = "python -m l2.distributed"
     parser.add_argument("--source", required=True, choices=sorted(COLLECTORS), help="which collector the workers run")
-    parser.add_argument("--num_demos", type=int, required=True, help="successful demos in total, over all shards")
-    parser.add_argument("--workers", type=int, required=True, help="workers = shards (one collector process each)")
+    parser.add_argument(
+        "--num_demos", type=cli_args.positive_int, required=True, help="successful demos in total, over all shards"
+    )
+    parser.add_argument(
+        "--workers", type=cli_args.positive_int, required=True, help="workers = shards (one collector process each)"
+    )
     parser.add_argument(
         "--output",
+        type=cli_args.output_folder,
         required=True,
         metavar="DIR",
         help="folder of the shards (DIR/shard_<k>.hdf5), on storage every worker sees; name it "
@@ -363,19 +369,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "instance with one CPU per core",
     )
     parser.add_argument(
-        "--num_envs", type=int, default=None, help="parallel envs per worker (default: 4; 1 for teleop-replay)"
+        "--num_envs",
+        type=cli_args.positive_int,
+        default=None,
+        help="parallel envs per worker (default: 4; 1 for teleop-replay)",
     )
     parser.add_argument(
-        "--device", default="cpu", help="cpu, or cuda: each worker then asks Ray for one GPU (default: %(default)s)"
+        "--device",
+        type=sim.device_arg,
+        default="cpu",
+        help="cpu, or cuda: each worker then asks Ray for one GPU (default: %(default)s)",
     )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=cli_args.seed,
         default=42,
         help="base seed; shard k's runs get distinct seeds derived from it (default: %(default)s)",
     )
     parser.add_argument("--task", default=None, help="gym id (default: the collector's)")
-    parser.add_argument("--checkpoint", default=None, help="rl: the policy checkpoint (default: the shipped one)")
+    parser.add_argument(
+        "--checkpoint",
+        type=cli_args.existing_file,
+        default=None,
+        help="rl: the policy checkpoint (default: the shipped one)",
+    )
     parser.add_argument(
         "--trace",
         default=DEFAULT_TRACE,
@@ -384,17 +401,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--restarts",
-        type=int,
+        type=cli_args.non_negative_int,
         default=3,
         help="collector runs a worker starts again in a row without a new demo (default: %(default)s)",
     )
     parser.add_argument(
-        "--cpus_per_worker", type=float, default=1.0, help="CPUs Ray reserves per worker (default: %(default)s)"
+        "--cpus_per_worker",
+        type=cli_args.positive_float,
+        default=1.0,
+        help="CPUs Ray reserves per worker (default: %(default)s)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "overrides",
         nargs="*",
+        type=sim.override_arg,
         metavar="KEY=VALUE",
         help="Isaac Lab cfg overrides for the collectors, e.g. presets=no_cameras",
     )

@@ -808,6 +808,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        _check_config(args.config)  # read by served policies only, but a bad one given is refused for every policy
         count = _workers(args)
         if count > 1:
             _preflight(args)
@@ -816,6 +817,18 @@ def main(argv: list[str] | None = None) -> int:
     except sim.OneLineError as exc:  # an EvaluationError, or the task's cfg refusing an override
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _check_config(path: str) -> None:
+    from l3.errors import ConfigError
+    from l3.mapping import load_mapping
+
+    try:
+        load_mapping(path)
+    except ConfigError as exc:
+        raise EvaluationError(str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:  # a file that is not text
+        raise EvaluationError(f"{path}: not a mapping config ({type(exc).__name__})") from None
 
 
 def _preflight(args: argparse.Namespace) -> None:

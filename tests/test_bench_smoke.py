@@ -85,6 +85,11 @@ SMOKE = {
         ("sim",),
     ),
     "fuzz_inputs.py": (["--per-reader", "2", "--seed", "3"], ["mutants"], ()),
+    "cli_campaign.py": (
+        ["--commands", "l3.validate", "l2.replay", "--max-cases", "4"],
+        ["category", "unknown option", "cases over 2 commands:", " 0 failed"],
+        (),
+    ),
     "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
     "variety.py": (["--envs", "1", "--steps", "3", "--rounds", "1"], ["variety / plain"], ("sim",)),
     "policy_protocol.py": (

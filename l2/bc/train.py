@@ -273,6 +273,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     args.data, args.output, args.recipe = Path(args.data), Path(args.output), Path(args.recipe)
+    try:  # before any demo is collected
+        json.loads(args.recipe.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        p.error(f"argument --recipe: {args.recipe}: not a robomimic JSON config ({type(exc).__name__})")
     return args
 
 
