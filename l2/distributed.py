@@ -631,11 +631,42 @@ def summarize(args: argparse.Namespace, results: list[ShardResult], seconds: flo
     return 0 if total == args.num_demos and not errors else 1
 
 
+TASK_OF = {"scripted": "l2.scripted.run", "rl": "l2.rl.train", "teleop-replay": "l2.teleop.run"}
+"""The module whose ``DEFAULT_TASK`` each source's collector runs without ``--task``."""
+
+
+def _preflight(args: argparse.Namespace) -> None:
+    """What the collection is refused for before anything is written and before Ray starts: the collectors' task,
+    presets and overrides, and a ``--checkpoint`` that is not an rsl_rl checkpoint or is given to another source."""
+    import importlib
+
+    from l2.recording import sim
+    from l2.rl import checkpoint as ckpt
+
+    if args.checkpoint:
+        if args.source != "rl":
+            raise DistributedError(f"--checkpoint {args.checkpoint}: only --source rl runs a policy")
+        try:
+            ckpt.load(args.checkpoint, "cpu")
+        except ckpt.LayoutError as exc:
+            raise DistributedError(str(exc)) from None
+    task = args.task or importlib.import_module(TASK_OF[args.source]).DEFAULT_TASK
+    try:
+        sim.parse_task_cfg(task, args.device, args.num_envs or 1, args.overrides)
+    except sim.OneLineError as exc:
+        raise DistributedError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     from l2.format.locks import hold_folder
 
     args = parse_args(argv)
-    # First, before Ray starts: while this driver lives, another one on DIR is refused here (DIR/lock).
+    try:
+        _preflight(args)
+    except DistributedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # Then, before Ray starts: while this driver lives, another one on DIR is refused here (DIR/lock).
     if (busy := hold_folder(args.output, remove_when_empty=True)) is not None:
         print(f"error: {args.output}: {busy}; wait for it to end, or use another --output", file=sys.stderr)
         return 2
