@@ -129,7 +129,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     lerobot.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     for sub in (replay, robomimic, lerobot):
         sub.add_argument("--host", default="*", help="interface to bind (default: all)")
-        sub.add_argument("--port", type=cli_args.port, default=5555, help="TCP port (default: %(default)s, GR00T's)")
+        sub.add_argument(
+            "--port",
+            type=cli_args.int_at_least(0, 65535),
+            default=5555,
+            help="TCP port (default: %(default)s, GR00T's; 0: any free port, printed at start)",
+        )
         sub.add_argument("--api-token", default=None, help="refuse requests that do not carry this token")
         sub.add_argument("--quiet", action="store_true", help="no line per request")
     return parser.parse_args(argv)

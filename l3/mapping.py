@@ -10,6 +10,7 @@ See ``config/lift_cube.yaml`` for the shipped example and ``docs/l3.md`` for the
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -340,7 +341,8 @@ def mapping_from_dict(d: Any, where: str = "<config>", prefix: str = "") -> Mapp
 
 def load_mapping(path: str | Path) -> Mapping:
     """Load a YAML mapping file; its ``video:`` options are tried on one tiny frame (:func:`l3.video.option_problem`)
-    so that PyAV's refusal comes now, before any output is written."""
+    so that PyAV's refusal comes now, before any output is written. A process without PyAV (a policy server in a
+    trainer's venv) encodes no video, and skips that try."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
@@ -353,7 +355,7 @@ def load_mapping(path: str | Path) -> Mapping:
     except ValueError as e:  # a value YAML's resolver takes for a date that is none, e.g. 2024-13-45
         raise ConfigError(f"{path}: invalid YAML ({e})") from None
     m = mapping_from_dict(doc, str(path))
-    if isinstance(doc.get("video"), dict) and doc["video"]:
+    if isinstance(doc.get("video"), dict) and doc["video"] and importlib.util.find_spec("av") is not None:
         from l3.video import option_problem
 
         problem = option_problem(m.video)
