@@ -35,7 +35,7 @@ LIFT_OBS = {  # the layout every source writes (see test_lift_env.py)
     "ee_position": (3,),
     "ee_orientation": (4,),
 }
-RL_OBS = LIFT_OBS  # the RL policy sees the base task's terms, concatenated (l2/rl/env_cfg.py)
+RL_OBS = LIFT_OBS  # the RL policy sees the base task's terms, concatenated (l2/lift/variants.py)
 CUBE_PATH_MEAN_TOL = 0.015  # m: the cube's path in the IK-absolute replay vs. the RL run (measured 2-8 mm)
 
 

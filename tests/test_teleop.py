@@ -29,7 +29,7 @@ from l2.teleop.trace import ReplayDevice, TraceRecorder, load_trace  # noqa: E40
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "l2" / "teleop" / "run.py"
 EXAMPLE = REPO / "config" / "teleop" / "lift_cube_trace.json"
-HOME = (0.45, 0.0, 0.35, 1.0, 0.0, 0.0, 0.0)  # TeleopLiftCubeEnvCfg.ee_home
+HOME = (0.45, 0.0, 0.35, 1.0, 0.0, 0.0, 0.0)  # FrankaTeleopLiftCubeEnvCfg.ee_home
 SCRIPTED_OBS = {
     "joint_pos": (9,),
     "joint_vel": (9,),

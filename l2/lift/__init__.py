@@ -1,16 +1,7 @@
-"""Lift-cube task package: gym registration of the base task (cfgs import Isaac Lab lazily).
+"""The lift-cube task package, laid out as Isaac Lab lays out its tasks: the robot-agnostic base cfg
+(``lift_env_cfg.py``, ``mdp/``, ``camera_cfg.py``, ``variety.py``, the sources' ``variants.py``), then each
+robot's cfgs and gym registrations in ``config/<robot>/`` (imported here, as ``import isaaclab_tasks`` imports
+Isaac Lab's; they import Isaac Lab lazily, through their entry points)."""
 
-Each variant registers itself beside its cfg (``l2.scripted``, ``l2.teleop``, ``l2.rl``);
-:func:`l2.recording.sim.load_env_cfg` imports them all, as ``import isaaclab_tasks`` does for Isaac Lab's tasks.
-"""
-
-import gymnasium as gym
-
-TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
-
-gym.register(
-    id=TASK_ID,
-    entry_point="isaaclab.envs:ManagerBasedRLEnv",
-    kwargs={"env_cfg_entry_point": f"{__name__}.lift_env_cfg:LiftCubeEnvCfg"},
-    disable_env_checker=True,
-)
+from l2.lift import config  # noqa: F401
+from l2.lift.config.franka import TASK_ID  # noqa: F401

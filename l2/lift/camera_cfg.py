@@ -1,4 +1,5 @@
-"""Cameras of the lift-cube task: a fixed third-person ``table_cam`` and a ``wrist_cam`` on the hand.
+"""Cameras of the lift-cube task: a fixed third-person ``table_cam`` and a ``wrist_cam`` on the hand (where
+on the hand is each robot's, ``config/<robot>/``).
 
 Both render RGB (uint8, one frame per control step) through Isaac Lab's renderer presets: Newton's Warp
 ray tracer by default (kit-less, CPU or CUDA), ``renderer=isaacsim_rtx`` for Isaac Sim's RTX renderer
@@ -19,7 +20,7 @@ from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import SceneEntityCfg
 from isaaclab.sensors import CameraCfg
-from isaaclab.utils import configclass, replace
+from isaaclab.utils import configclass
 from isaaclab_tasks.utils import PresetCfg, preset
 from isaaclab_tasks.utils.presets import MultiBackendRendererCfg
 
@@ -35,18 +36,6 @@ TABLE_CAM_TARGET = (0.5, 0.0, 0.3)
 """The fixed camera, in the env frame (robot base at the origin): in front of the robot and to its left,
 looking down 38 deg at the workspace. At 224 px the hand at its reset pose and the cube at every reset
 pose stay >= 17 px inside the frame and the cube is 14-21 px wide; the horizon stays out of view."""
-
-WRIST_CAM_EYE = (0.0849, -0.0849, 0.04)
-WRIST_CAM_TARGET = (0.018, -0.018, 0.26)
-WRIST_CAM_UP = (1.0, -1.0, 0.0)
-"""The wrist camera, in the ``panda_link7`` frame (+z runs down the gripper, the end-effector point is at
-z = 0.21): 12 cm off the gripper axis, square to the fingers' closing direction, looking past the
-fingertips, image up pointing away from the axis. It sees both fingers and what lies between them."""
-
-ROBOT_LINK7_PRIM = "{ENV_REGEX_NS}/Robot/Geometry/panda_link0/" + "/".join(f"panda_link{i}" for i in range(1, 8))
-"""A camera on a link needs the link's literal prim path (the offline USD nests links under ``Geometry/``);
-the regex form of the frame transformer does not resolve in Newton's frame view."""
-NUCLEUS_LINK7_PRIM = "{ENV_REGEX_NS}/Robot/panda_link7"
 
 
 def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> tuple[float, float, float, float]:
@@ -76,23 +65,6 @@ def rgb_camera(prim_path: str, eye, target, up=(0.0, 0.0, 1.0), near: float = 0.
 
 
 TABLE_CAM_CFG = rgb_camera("{ENV_REGEX_NS}/table_cam", TABLE_CAM_EYE, TABLE_CAM_TARGET, near=0.1)
-WRIST_CAM_CFG = rgb_camera(
-    ROBOT_LINK7_PRIM + "/wrist_cam",
-    WRIST_CAM_EYE,
-    WRIST_CAM_TARGET,
-    WRIST_CAM_UP,
-    near=0.01,
-    update_latest_camera_pose=True,  # the renderer re-reads the link's pose each frame, else the view stays put
-)
-
-
-@configclass
-class WristCamRobotCfg(PresetCfg):
-    """The wrist camera on each robot preset's ``panda_link7`` (same pose on both)."""
-
-    franka_offline: CameraCfg = WRIST_CAM_CFG
-    franka_nucleus: CameraCfg = replace(WRIST_CAM_CFG, prim_path=NUCLEUS_LINK7_PRIM + "/wrist_cam")
-    default: CameraCfg = franka_offline
 
 
 @configclass
@@ -101,11 +73,10 @@ class TableCamCfg(PresetCfg):
     no_cameras: CameraCfg | None = None
 
 
-@configclass
-class WristCamCfg(PresetCfg):
-    # Nested so that presets=franka_nucleus,no_cameras does not name two alternatives of one preset.
-    default: WristCamRobotCfg = WristCamRobotCfg()
-    no_cameras: CameraCfg | None = None
+def wrist_cam_cfg(on_robot: PresetCfg) -> PresetCfg:
+    """The wrist camera, ``on_robot`` one alternative per robot preset, removed by ``presets=no_cameras``.
+    Nested so that a robot preset and ``no_cameras`` are not two alternatives of one preset."""
+    return preset(default=on_robot, no_cameras=None)
 
 
 @configclass

@@ -1,34 +1,33 @@
-"""The lift-cube base task: every demonstration source derives its cfg from :class:`LiftCubeEnvCfg`.
+"""The lift-cube base task, robot-agnostic: each robot's cfgs in ``config/<robot>/`` derive from
+:class:`LiftCubeEnvCfg`, as Isaac Lab's task packages lay them out.
 
 It reuses Isaac Lab's lift MDP (``isaaclab_tasks.contrib.lift``: commands, rewards, object reset) and
-changes what our data needs: the offline Franka on a ground plane, a 4 cm primitive cube, an
-IK-absolute arm action + binary gripper, a policy group that keeps its terms separate, a ``success``
-termination that Isaac Lab's RecorderManager reads, and Newton physics by default.
+changes what our data needs: a ground plane, a 4 cm primitive cube, two cameras, a policy group that keeps
+its terms separate, a ``success`` termination that Isaac Lab's RecorderManager reads, and Newton physics by
+default. A robot's cfg fills in what is left ``MISSING`` here: the robot, its end-effector frame, its wrist
+camera, its arm and gripper actions and its arm joints.
 """
 
 from __future__ import annotations
 
+from dataclasses import MISSING
+
 import isaaclab.sim as sim_utils
-from isaaclab.assets import ArticulationCfg, AssetBaseCfg, RigidObjectCfg
-from isaaclab.controllers.differential_ik_cfg import DifferentialIKControllerCfg
-from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
+from isaaclab.managers import ActionTermCfg, SceneEntityCfg
 from isaaclab.managers import EventTermCfg as EventTerm
 from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm
-from isaaclab.managers import SceneEntityCfg
 from isaaclab.managers import TerminationTermCfg as DoneTerm
 from isaaclab.physics import PhysxAutoCfg
-from isaaclab.sensors import FrameTransformerCfg
-from isaaclab.sensors.frame_transformer.frame_transformer_cfg import OffsetCfg
 from isaaclab.utils import configclass
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
 from isaaclab_physx.physics import PhysxCfg
 from isaaclab_tasks.contrib.lift.lift_env_cfg import EventCfg, LiftEnvCfg, ObjectTableSceneCfg, TerminationsCfg
 from isaaclab_tasks.utils import PresetCfg, preset
 
-from l2.assets.franka import EE_BODY, EE_OFFSET_POS, EE_OFFSET_ROT, EE_PRIM_REGEX, ROOT_PRIM_REGEX, FrankaCfg
 from l2.lift import mdp, variety
-from l2.lift.camera_cfg import TableCamCfg, WristCamCfg, cameras_obs_group
+from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group
 
 CUBE_SIZE = 0.04
 CUBE_START = (0.5, 0.0, CUBE_SIZE / 2)
@@ -89,10 +88,9 @@ def distractor_cfg(index: int) -> PresetCfg:
 
 @configclass
 class LiftCubeSceneCfg(ObjectTableSceneCfg):
-    """Franka on a ground plane (no Nucleus table), a 4 cm cube, two cameras (``camera_cfg.py``) and an
-    end-effector frame between the fingers."""
+    """A ground plane (no Nucleus table), a 4 cm cube and a table camera (``camera_cfg.py``); the robot's cfg
+    adds the ``robot``, its ``wrist_cam`` and its ``ee_frame`` (the point between the gripper's jaws)."""
 
-    robot: ArticulationCfg = FrankaCfg()
     table = None
     plane = AssetBaseCfg(
         prim_path="/World/GroundPlane",
@@ -117,35 +115,15 @@ class LiftCubeSceneCfg(ObjectTableSceneCfg):
         ),
     )
     table_cam = TableCamCfg()
-    wrist_cam = WristCamCfg()
-    ee_frame = FrameTransformerCfg(
-        prim_path=ROOT_PRIM_REGEX,
-        debug_vis=False,
-        target_frames=[
-            FrameTransformerCfg.FrameCfg(
-                prim_path=EE_PRIM_REGEX, name="end_effector", offset=OffsetCfg(pos=EE_OFFSET_POS, rot=EE_OFFSET_ROT)
-            )
-        ],
-    )
+    wrist_cam: PresetCfg = MISSING
 
 
 @configclass
 class ActionsCfg:
-    """IK-absolute end-effector pose ``(x, y, z, qx, qy, qz, qw)`` in the robot root frame + binary gripper."""
+    """The arm's action and the gripper's, each robot's own (``config/<robot>/``)."""
 
-    arm_action = DifferentialInverseKinematicsActionCfg(
-        asset_name="robot",
-        joint_names=["panda_joint.*"],
-        body_name=EE_BODY,
-        controller=DifferentialIKControllerCfg(command_type="pose", use_relative_mode=False, ik_method="dls"),
-        body_offset=DifferentialInverseKinematicsActionCfg.OffsetCfg(pos=EE_OFFSET_POS, rot=EE_OFFSET_ROT),
-    )
-    gripper_action = mdp.BinaryJointPositionActionCfg(
-        asset_name="robot",
-        joint_names=["panda_finger.*"],
-        open_command_expr={"panda_finger_.*": 0.04},
-        close_command_expr={"panda_finger_.*": 0.0},
-    )
+    arm_action: ActionTermCfg = MISSING
+    gripper_action: ActionTermCfg = MISSING
 
 
 @configclass
@@ -193,7 +171,7 @@ class LiftCubeEventCfg(EventCfg):
             params={
                 "position_range": ARM_START_RANGE,
                 "velocity_range": (0.0, 0.0),
-                "asset_cfg": SceneEntityCfg("robot", joint_names=["panda_joint.*"]),
+                "asset_cfg": SceneEntityCfg("robot", joint_names=MISSING),  # the arm's joints, set by the robot
             },
         ),
     )
@@ -211,7 +189,7 @@ class LiftCubeTerminationsCfg(TerminationsCfg):
 
 @configclass
 class LiftCubeEnvCfg(LiftEnvCfg):
-    """Base lift-cube task (IK-absolute Franka, Newton by default)."""
+    """Base lift-cube task (no robot yet; Newton by default)."""
 
     scene: LiftCubeSceneCfg = LiftCubeSceneCfg(num_envs=16, env_spacing=2.0)
     observations: ObservationsCfg = ObservationsCfg()
@@ -228,7 +206,6 @@ class LiftCubeEnvCfg(LiftEnvCfg):
         self.sim.dt = 0.005
         self.decimation = 4  # 50 Hz control
         self.sim.render_interval = self.decimation
-        self.commands.object_pose.body_name = EE_BODY
         self.commands.object_pose.debug_vis = False
         self.events.reset_object_position.params["pose_range"] = dict(CUBE_POSE_RANGE)
         self.events.reset_object_position.params["asset_cfg"] = SceneEntityCfg("object")

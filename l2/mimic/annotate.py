@@ -17,7 +17,7 @@ import torch
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2.format import schema
-from l2.mimic.env_cfg import EEF_NAME, GRASP_SIGNAL, OBJECT_NAME
+from l2.lift.variants import GRASP_SIGNAL, OBJECT_NAME
 
 if TYPE_CHECKING:
     from isaaclab.managers import TerminationTermCfg
@@ -61,9 +61,9 @@ def replay(
     info = {"eef_pose": [], "object_pose": [], "target_eef_pose": [], "subtask_term_signals": []}
     success = False
     for action in actions:
-        info["eef_pose"].append(env.get_robot_eef_pose(EEF_NAME)[0])
+        info["eef_pose"].append(env.get_robot_eef_pose(env.cfg.eef_name)[0])
         info["object_pose"].append(env.get_object_poses()[OBJECT_NAME][0])
-        info["target_eef_pose"].append(env.action_to_target_eef_pose(action[None])[EEF_NAME][0])
+        info["target_eef_pose"].append(env.action_to_target_eef_pose(action[None])[env.cfg.eef_name][0])
         info["subtask_term_signals"].append(env.get_subtask_term_signals()[GRASP_SIGNAL][0].float())
         env.step(action.expand(env.num_envs, -1))
         success |= bool(success_term.func(env, **success_term.params)[0])
@@ -71,9 +71,9 @@ def replay(
     rec.reset()
     stack = {k: torch.stack(v) for k, v in info.items()}
     datagen_info = {
-        "eef_pose": {EEF_NAME: stack["eef_pose"]},
+        "eef_pose": {env.cfg.eef_name: stack["eef_pose"]},
         "object_pose": {OBJECT_NAME: stack["object_pose"]},
-        "target_eef_pose": {EEF_NAME: stack["target_eef_pose"]},
+        "target_eef_pose": {env.cfg.eef_name: stack["target_eef_pose"]},
         "subtask_term_signals": {GRASP_SIGNAL: stack["subtask_term_signals"]},
     }
     return datagen_info, success

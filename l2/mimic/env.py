@@ -13,11 +13,11 @@ from isaaclab.envs import ManagerBasedRLMimicEnv
 from isaaclab.utils import math as math_utils
 
 from l2.lift import mdp
-from l2.mimic.env_cfg import EEF_NAME, GRASP_SIGNAL, OBJECT_NAME
+from l2.lift.variants import GRASP_SIGNAL, OBJECT_NAME
 
 
 class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
-    """Mimic wrapper of the lift-cube task (one end effector, ``franka``; one object, the cube)."""
+    """Mimic wrapper of the lift-cube task (one end effector, the cfg's ``eef_name``; one object, the cube)."""
 
     def get_robot_eef_pose(self, eef_name: str, env_ids: Sequence[int] | None = None) -> torch.Tensor:
         """The pose the IK action controls (its body plus offset, root frame), from the arm action term: the
@@ -35,18 +35,18 @@ class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
     ) -> torch.Tensor:
         """The IK-absolute action reaching the target pose; noise (m) on the position only, so the action's
         quaternion stays a unit one (the L2 schema checks it)."""
-        pos, rot = math_utils.unmake_pose(target_eef_pose_dict[EEF_NAME])
-        if action_noise_dict is not None and action_noise_dict[EEF_NAME]:
-            pos = pos + action_noise_dict[EEF_NAME] * torch.randn_like(pos)
+        pos, rot = math_utils.unmake_pose(target_eef_pose_dict[self.cfg.eef_name])
+        if action_noise_dict is not None and action_noise_dict[self.cfg.eef_name]:
+            pos = pos + action_noise_dict[self.cfg.eef_name] * torch.randn_like(pos)
         quat = math_utils.normalize(math_utils.quat_from_matrix(rot))
-        return torch.cat([pos, quat, gripper_action_dict[EEF_NAME]], dim=-1).unsqueeze(0)
+        return torch.cat([pos, quat, gripper_action_dict[self.cfg.eef_name]], dim=-1).unsqueeze(0)
 
     def action_to_target_eef_pose(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         pose = math_utils.make_pose(action[:, 0:3], math_utils.matrix_from_quat(action[:, 3:7]))
-        return {EEF_NAME: pose}
+        return {self.cfg.eef_name: pose}
 
     def actions_to_gripper_actions(self, actions: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {EEF_NAME: actions[:, -1:]}
+        return {self.cfg.eef_name: actions[:, -1:]}
 
     def get_object_poses(self, env_ids: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
         """The cube's pose in the robot root frame (Isaac Lab's default is the env frame)."""

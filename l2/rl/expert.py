@@ -57,11 +57,10 @@ def reactive_pick_and_lift(
 
 
 def shadow_ik_term(env: ManagerBasedRLEnv):
-    """The base task's differential-IK action term, built beside the env's own terms and never applied:
-    its frame pose and Jacobian translate between end-effector poses and joint targets."""
-    from l2.lift.lift_env_cfg import ActionsCfg
-
-    ik_cfg = ActionsCfg().arm_action
+    """The robot's differential-IK action term (a joint-space cfg's ``ik_arm_action``, else the env's own IK arm
+    action), built beside the env's own terms and never applied: its frame pose and Jacobian translate between
+    end-effector poses and joint targets."""
+    ik_cfg = getattr(env.cfg, "ik_arm_action", None) or env.cfg.actions.arm_action
     return ik_cfg.class_type(ik_cfg, env)
 
 
@@ -69,7 +68,7 @@ class JointSpaceExpert:
     """Scripted expert acting in the RL variant's action space (arm joint targets + binary gripper).
 
     :func:`reactive_pick_and_lift` gives the IK-absolute pose the scripted source would send from this
-    state. The base task's differential-IK action term, built here beside the env's own terms and never
+    state. The robot's differential-IK action term, built here beside the env's own terms and never
     applied, turns it into the joint targets ``q*`` one IK step gives from the measured joints ``q``; the
     arm action is those targets in the RL variant's units: ``(q* - q) / scale`` for relative joint-position
     actions, ``(q* - offset) / scale`` for absolute ones.
@@ -87,7 +86,7 @@ class JointSpaceExpert:
         self._orientation = PickAndLiftStateMachine(env.num_envs, env.device, self.cfg).grasp_orientation
         self._ik = shadow_ik_term(env)
         self._arm = env.action_manager.get_term("arm_action")
-        self._fingers = self._ik._asset.find_joints("panda_finger.*")[0]
+        self._fingers = self._ik._asset.find_joints(env.action_manager.get_term("gripper_action")._joint_names)[0]
         self._relative = isinstance(self._arm, RelativeJointPositionAction)
         if list(self._arm._joint_names) != list(self._ik._joint_names):
             raise ValueError(f"arm joints differ: RL action {self._arm._joint_names}, IK {self._ik._joint_names}")

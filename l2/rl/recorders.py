@@ -71,8 +71,8 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
     A relative joint action re-targets the arm at ``q + Δ`` on every physics substep, so the arm is still
     being pulled ``Δ`` further when the step ends; an IK-absolute demo's action is likewise where the
     arm is sent, not where it got. The pose of ``q + Δ`` is taken to first order, ``x + J Δ`` (the
-    position, and the rotation ``exp(J_ω Δ)`` applied to the current one), with the Jacobian of the base
-    task's differential-IK term, built beside the env's own terms and never applied.
+    position, and the rotation ``exp(J_ω Δ)`` applied to the current one), with the Jacobian of the robot's
+    differential-IK term (the cfg's ``ik_arm_action``), built beside the env's own terms and never applied.
     """
 
     def __init__(self, cfg: RecorderTermCfg, env):

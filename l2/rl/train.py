@@ -30,10 +30,10 @@ if __package__ in (None, ""):
 
 from l2.assets.franka_build import cache_root
 from l2.format import cli_args
+from l2.lift.config.franka import RL_TASK_ID
 from l2.recording import cli, sim
-from l2.rl import TASK_ID
 
-DEFAULT_TASK = TASK_ID
+DEFAULT_TASK = RL_TASK_ID
 AGENT_ENTRY_POINT = "rsl_rl_cfg_entry_point"
 
 

@@ -36,7 +36,7 @@ class TeleopSession:
     """Runs one env with one device until ``quit``, ``num_demos`` saved demos, or :meth:`request_quit`.
 
     Args:
-        env: the unwrapped teleop env (one env, :class:`~l2.teleop.env_cfg.TeleopLiftCubeEnvCfg`).
+        env: the unwrapped teleop env (one env, a robot's teleop cfg, :class:`~l2.lift.variants.TeleopVariantCfg`).
         device: any ``DeviceBase``-like object with ``advance()`` and ``reset()``.
         control: ``"delta"`` (integrate ``[dx, dy, dz, rx, ry, rz, gripper]``) or ``"absolute"`` (XR).
         start_running: start active (devices without a start control) or paused until ``start``.

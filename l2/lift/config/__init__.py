@@ -1,0 +1,3 @@
+"""Each robot's lift-cube cfgs and gym registrations, one subpackage per robot (``config/<robot>/``)."""
+
+from . import franka  # noqa: F401

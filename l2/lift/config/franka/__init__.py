@@ -1,0 +1,31 @@
+"""The lift-cube task on the Franka Panda: its gym ids, one per control mode and source, as Isaac Lab names them.
+
+``L2-Lift-Cube-Franka-IK-Abs`` is the base (absolute end-effector pose); ``-Scripted``, ``-Teleop`` and ``-Mimic``
+are its sources' variants; ``L2-Lift-Cube-Franka-JointPos-Rel`` is PPO's (relative joint targets).
+"""
+
+import gymnasium as gym
+
+TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
+RL_TASK_ID = "L2-Lift-Cube-Franka-JointPos-Rel"
+
+_IK_ABS = f"{__name__}.ik_abs_env_cfg"
+for task_id, entry_point, cfg in (
+    (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg"),
+    (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg"),
+    (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg"),
+    (f"{TASK_ID}-Mimic", "l2.mimic.env:LiftCubeMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg"),
+):
+    gym.register(id=task_id, entry_point=entry_point, kwargs={"env_cfg_entry_point": cfg}, disable_env_checker=True)
+
+for task_id in (RL_TASK_ID, "L2-Lift-Cube-Franka-RL"):  # the second: an older name, kept as an alias
+    gym.register(
+        id=task_id,
+        entry_point="isaaclab.envs:ManagerBasedRLEnv",
+        kwargs={
+            "env_cfg_entry_point": f"{__name__}.joint_pos_env_cfg:FrankaRLLiftCubeEnvCfg",
+            "rsl_rl_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
+            "rsl_rl_finetune_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPOFinetuneCfg",
+        },
+        disable_env_checker=True,
+    )
