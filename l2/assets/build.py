@@ -4,6 +4,7 @@ names a build after its recipe and package versions, STL decimation, the MJCF-to
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -83,32 +84,34 @@ def simplify_meshes(paths: Iterable[Path], keep: float) -> None:
         write_stl(path, vertices, faces)
 
 
+def convert_mjcf(mjcf: Path, usd: Path) -> None:
+    """``mujoco-usd-converter`` in its own process: ``mjcf`` to ``usd`` (in a folder of its own, named like the
+    MJCF's model), one flat layer, no physics scene; a RuntimeError with the converter's last words when it fails."""
+    cmd = [sys.executable, "-m", "mujoco_usd_converter", "--no-layer-structure", "--no-physics-scene"]
+    result = subprocess.run([*cmd, str(mjcf), str(usd.parent)], capture_output=True, text=True)
+    if result.returncode != 0 or not usd.exists():
+        raise RuntimeError(f"mujoco_usd_converter failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+
+
 def build_usd(out_usd: Path, write_mjcf: Callable[[Path], Path]) -> Path:
-    """Convert the MJCF that ``write_mjcf(folder)`` writes into the empty ``folder`` (returning its main file,
-    named like ``out_usd``) with ``mujoco-usd-converter`` to ``out_usd``, atomically: everything is built in a
-    temporary folder beside the cache folder, which replaces ``out_usd``'s folder at the end."""
+    """Convert the MJCF that ``write_mjcf(folder)`` writes into the empty ``folder`` (returning its main file, named
+    like ``out_usd``) to ``out_usd``, atomically: everything is built in a temporary folder beside the cache folder,
+    which replaces ``out_usd``'s folder at the end. A failed build leaves no folder behind."""
     out_dir = out_usd.parent
+    made = [p for p in (out_dir.parent, *out_dir.parent.parents) if not p.exists()]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_usd.stem}_build_") as tmp:
-        tmp = Path(tmp)
-        mjcf = write_mjcf(tmp / "mjcf")
-        usd_dir = tmp / "usd"
-        cmd = [
-            sys.executable,
-            "-m",
-            "mujoco_usd_converter",
-            "--no-layer-structure",
-            "--no-physics-scene",
-            str(mjcf),
-            str(usd_dir),
-        ]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        built = usd_dir / out_usd.name
-        if result.returncode != 0 or not built.exists():
-            raise RuntimeError(f"mujoco_usd_converter failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        usd_dir.rename(out_dir)
+    try:
+        with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_usd.stem}_build_") as tmp:
+            usd_dir = Path(tmp) / "usd"
+            convert_mjcf(write_mjcf(Path(tmp) / "mjcf"), usd_dir / out_usd.name)
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            usd_dir.rename(out_dir)
+    except BaseException:
+        for folder in made:  # deepest first: the folders this build made, left empty by its failure
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     return out_usd
 
 
