@@ -27,7 +27,7 @@ TRACK_TOL = 0.005
 still creeping on its soft 17.8 N m/rad spring; docs/so101.md)."""
 SETTLE_TOL = 0.02 * STEP
 SETTLE_BY = 0.5
-"""s after the step by which every joint stays within ``SETTLE_TOL`` (measured: 0.2 s, the gripper 0.13 s)."""
+"""s after the step from which every joint stays within ``SETTLE_TOL`` (measured: 0.23 s, the gripper 0.17 s)."""
 EE_AT_START = (0.2191, 0.0081, 0.1997)
 """World position of the grasp point at Isaac Lab's start pose, base at the origin (measured)."""
 
@@ -89,8 +89,8 @@ def _simulate() -> dict:
         goal = q0 + np.where(q0 + STEP < soft[:, 1], STEP, -STEP)
         stepped = run(torch.tensor(goal[None], dtype=torch.float32), STEP_S)
         error = np.abs(stepped - goal)
-        outside = [np.nonzero(e > SETTLE_TOL)[0] for e in error.T]
-        settle = [(int(o[-1]) + 1 if len(o) else 0) * DT * DECIMATION for o in outside]
+        outside = [np.nonzero(e > SETTLE_TOL)[0] for e in error.T]  # control step k ends at (k + 1) * DT * DECIMATION
+        settle = [(int(o[-1]) + 2 if len(o) else 0) * DT * DECIMATION for o in outside]
         regex = {
             name: sim_utils.find_matching_prim_paths(getattr(so101, name).format(ENV_REGEX_NS="/World/envs/env_.*"))
             for name in ("ROOT_PRIM_REGEX", "EE_PRIM_REGEX")

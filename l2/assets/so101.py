@@ -66,7 +66,7 @@ SO101_OFFLINE_CFG = ArticulationCfg(
     ),
     init_state=ArticulationCfg.InitialStateCfg(joint_pos=INIT_JOINT_POS),
     # SO101_HIGH_PD_CFG's limits and stiffness with a quarter of its damping (80 takes 0.8 s to settle, 20 about
-    # 0.25 s without overshoot: docs/so101.md); the MJCF's STS3215 armature keeps MuJoCo-Warp's integration stable.
+    # 0.25 s without overshoot: docs/so101.md); the armature is the MJCF's, the STS3215 servo's inertia at the joint.
     actuators={
         "arm": ImplicitActuatorCfg(
             joint_names_expr=list(ARM_JOINTS),
