@@ -246,7 +246,7 @@ class DemoReplayer:
     def __init__(self, env: ManagerBasedRLEnv, success_term: TerminationTermCfg, hold_steps: int = 0):
         from isaaclab.managers import SceneEntityCfg
 
-        from l2.rl.expert import shadow_ik_term
+        from l2.recording.task_space import shadow_ik_term
 
         self.env = env
         self.success_term = success_term

@@ -79,18 +79,27 @@ def wrist_cam_cfg(on_robot: PresetCfg) -> PresetCfg:
     return preset(default=on_robot, no_cameras=None)
 
 
-@configclass
-class CamerasObsCfg(ObsGroup):
-    """Camera images, (num_envs, H, W, 3) uint8 each, recorded as ``obs/<camera>``."""
+def image(sensor: str) -> ObsTerm:
+    """The uint8 RGB image of the scene's camera ``sensor``, (num_envs, H, W, 3)."""
+    return ObsTerm(func=mdp.image_rgb, params={"sensor_cfg": SceneEntityCfg(sensor), "normalize": False})
 
-    table_cam = ObsTerm(func=mdp.image_rgb, params={"sensor_cfg": SceneEntityCfg("table_cam"), "normalize": False})
-    wrist_cam = ObsTerm(func=mdp.image_rgb, params={"sensor_cfg": SceneEntityCfg("wrist_cam"), "normalize": False})
+
+@configclass
+class ImagesObsCfg(ObsGroup):
+    """A group of camera images, each recorded as ``obs/<term>``; no noise, terms kept apart."""
 
     def __post_init__(self):
         self.enable_corruption = False
         self.concatenate_terms = False
 
 
-def cameras_obs_group() -> PresetCfg:
-    """The ``cameras`` observation group, removed by ``presets=no_cameras``."""
-    return preset(default=CamerasObsCfg(), no_cameras=None)
+@configclass
+class CamerasObsCfg(ImagesObsCfg):
+    table_cam = image("table_cam")
+    wrist_cam = image("wrist_cam")
+
+
+def cameras_obs_group(group: ImagesObsCfg | None = None) -> PresetCfg:
+    """The ``cameras`` observation group (the table and wrist cameras unless ``group``), removed by
+    ``presets=no_cameras``."""
+    return preset(default=group or CamerasObsCfg(), no_cameras=None)

@@ -62,15 +62,17 @@ class LiftPhysicsCfg(PresetCfg):
     default: NewtonCfg = newton_mjwarp
 
 
-def cube_cfg(name: str, color: tuple[float, float, float], pos=CUBE_START) -> RigidObjectCfg:
-    """A 4 cm cube at ``{ENV_REGEX_NS}/<name>``."""
+def cube_cfg(
+    name: str, color: tuple[float, float, float], pos=CUBE_START, size: float = CUBE_SIZE, mass: float = 0.05
+) -> RigidObjectCfg:
+    """A cube (4 cm, 50 g by default) at ``{ENV_REGEX_NS}/<name>``."""
     return RigidObjectCfg(
         prim_path="{ENV_REGEX_NS}/" + name,
         init_state=RigidObjectCfg.InitialStateCfg(pos=pos),
         spawn=sim_utils.CuboidCfg(
-            size=(CUBE_SIZE,) * 3,
+            size=(size,) * 3,
             rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
-            mass_props=sim_utils.MassPropertiesCfg(mass=0.05),
+            mass_props=sim_utils.MassPropertiesCfg(mass=mass),
             collision_props=sim_utils.UsdPhysicsCollisionCfg(),
             physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
             visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=color),
@@ -196,6 +198,14 @@ class LiftCubeEnvCfg(LiftEnvCfg):
     actions: ActionsCfg = ActionsCfg()
     events: LiftCubeEventCfg = LiftCubeEventCfg()
     terminations: LiftCubeTerminationsCfg = LiftCubeTerminationsCfg()
+    ik_arm_action: ActionTermCfg | None = None
+    """The robot's IK-absolute arm action (end-effector pose in the robot root frame), never applied, where the
+    env's own arm action is in joint space: what task-space drivers (the scripted expert, keyboard teleop, the
+    DAgger expert) command through it, and what the RL recorder writes the IK-absolute ``actions`` with
+    (``l2/recording/task_space.py``)."""
+    gripper_targets: tuple[float, float] | None = None
+    """``(open, closed)`` joint targets that a task-space driver's gripper command (``> 0`` open, ``< 0`` close)
+    becomes, where the gripper's action is a joint position (None: the gripper's action takes the ±1 itself)."""
     instruction: str = variety.DEFAULT_INSTRUCTION
     """What the plain scene asks in every episode (``presets=variety`` draws one per episode that names its
     target's color); recorded with each demo, and L3's task text."""

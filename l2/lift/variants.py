@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import MISSING
 
 from isaaclab.envs.mimic_env_cfg import SubTaskConfig
-from isaaclab.managers import ActionTermCfg, SceneEntityCfg
 from isaaclab.managers import ObservationGroupCfg as ObsGroup
 from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import RewardTermCfg as RewTerm
+from isaaclab.managers import SceneEntityCfg
 from isaaclab.managers import TerminationTermCfg as DoneTerm
 from isaaclab.utils import configclass
 from isaaclab_tasks.contrib.lift.lift_env_cfg import RewardsCfg
@@ -104,14 +104,10 @@ class RLObservationsCfg(ObservationsCfg):
 @configclass
 class RLVariantCfg:
     """PPO's (rsl_rl): one concatenated policy input and the lift rewards. The arm's action (a joint-space one,
-    which every robot can reach without IK) is the robot's, set by its RL cfg."""
+    which every robot can reach without IK) is the robot's, set by its RL cfg with its ``ik_arm_action``."""
 
     observations: RLObservationsCfg = RLObservationsCfg()
     rewards: RLRewardsCfg = RLRewardsCfg()
-    ik_arm_action: ActionTermCfg = MISSING
-    """The robot's IK-absolute arm action, never applied: the translation between end-effector poses and joint
-    targets of the scripted expert (``l2/rl/expert.py``, the DAgger warm start) and of the recorder that writes
-    the IK-absolute ``actions`` (``l2/rl/recorders.py``)."""
 
     def __post_init__(self):
         super().__post_init__()  # a configclass mixin without one would end the chain (configclass adds its own)

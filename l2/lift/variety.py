@@ -121,12 +121,21 @@ class randomize_scene(ManagerTermBase):
 
         return wp.to_torch(self._newton.get_model().shape_color)
 
-    def __call__(self, env: ManagerBasedEnv, env_ids: torch.Tensor | slice | None) -> None:
+    def __call__(
+        self,
+        env: ManagerBasedEnv,
+        env_ids: torch.Tensor | slice | None,
+        cube_area: dict[str, tuple[float, float]] = CUBE_AREA,
+        min_cube_gap: float = MIN_CUBE_GAP,
+        camera: str = "table_cam",
+    ) -> None:
+        """``camera``: the scene's fixed camera, jittered per episode."""
         ids = torch.arange(env.num_envs) if env_ids is None or isinstance(env_ids, slice) else env_ids.cpu()
-        self.apply(env, ids.tolist(), [self.sample() for _ in range(len(ids))])
+        self.apply(env, ids.tolist(), [self.sample(cube_area, min_cube_gap) for _ in range(len(ids))])
 
-    def sample(self) -> dict:
-        """One episode's values (drawn with torch's generator, which the env's seed seeds)."""
+    def sample(self, cube_area: dict[str, tuple[float, float]] = CUBE_AREA, min_cube_gap: float = MIN_CUBE_GAP) -> dict:
+        """One episode's values (drawn with torch's generator, which the env's seed seeds); the cubes in
+        ``cube_area`` (m, robot base frame), pairwise at least ``min_cube_gap`` apart (each robot's workspace)."""
         names, (move, turn) = list(PALETTE), CAMERA_JITTER
         picked = torch.randperm(len(names))[:3].tolist()
         rng = lambda lo, hi, n=1: (torch.rand(n) * (hi - lo) + lo).tolist()  # noqa: E731
@@ -138,7 +147,7 @@ class randomize_scene(ManagerTermBase):
             "target_color": names[picked[0]],
             "distractor_colors": [names[k] for k in picked[1:]],
             "phrasing": int(torch.randint(len(PHRASINGS), (1,))),
-            "cube_xy": _layout(),
+            "cube_xy": _layout(cube_area, min_cube_gap),
             "cube_yaw": rng(-math.pi / 4, math.pi / 4, 3),
             "colors": colors,
             "mat": (mat := list(MAT_COLORS)[int(torch.randint(len(MAT_COLORS), (1,)))]),
@@ -170,14 +179,15 @@ class randomize_scene(ManagerTermBase):
         colors[self._shapes["mat"][ids]] = mat[:, None, :].expand(-1, self._shapes["mat"].shape[1], -1)
         shade = torch.tensor([p["robot_shade"] for p in params])[:, None, None]
         colors[self._shapes["robot"][ids]] = (self._robot_base[ids] * shade).clamp(0, 1)
-        self._move_table_camera(env, ids, torch.tensor([p["table_cam_offset"] for p in params]))
+        camera = self.cfg.params.get("camera", "table_cam")
+        self._move_fixed_camera(env, camera, ids, torch.tensor([p["table_cam_offset"] for p in params]))
         for env_id, p in zip(ids.tolist(), params, strict=True):
             self.params[env_id] = dict(p)
 
-    def _move_table_camera(self, env: ManagerBasedEnv, ids: torch.Tensor, offset: torch.Tensor) -> None:
-        if "table_cam" not in env.scene.sensors:
+    def _move_fixed_camera(self, env: ManagerBasedEnv, name: str, ids: torch.Tensor, offset: torch.Tensor) -> None:
+        if name not in env.scene.sensors:
             return
-        camera = env.scene["table_cam"]
+        camera = env.scene[name]
         cfg = camera.cfg.offset
         if self._camera_base is None:
             pos = torch.tensor(cfg.pos).expand(env.num_envs, 3) + env.scene.env_origins.cpu()
@@ -193,12 +203,12 @@ class randomize_scene(ManagerTermBase):
         )
 
 
-def _layout() -> list[list[float]]:
-    """Three cube centers in :data:`CUBE_AREA`, pairwise at least :data:`MIN_CUBE_GAP` apart (rejection draws)."""
-    (x0, x1), (y0, y1) = CUBE_AREA["x"], CUBE_AREA["y"]
+def _layout(cube_area: dict[str, tuple[float, float]], min_cube_gap: float) -> list[list[float]]:
+    """Three cube centers in ``cube_area``, pairwise at least ``min_cube_gap`` apart (rejection draws)."""
+    (x0, x1), (y0, y1) = cube_area["x"], cube_area["y"]
     while True:
         xy = torch.rand(3, 2) * torch.tensor([x1 - x0, y1 - y0]) + torch.tensor([x0, y0])
-        if bool((torch.pdist(xy) >= MIN_CUBE_GAP).all()):
+        if bool((torch.pdist(xy) >= min_cube_gap).all()):
             return xy.tolist()
 
 

@@ -93,11 +93,14 @@ def load_env_cfg(
 ) -> ManagerBasedRLEnvCfg:
     """Parse the registered cfg with presets/overrides applied and make sure its robot asset exists."""
     from l2.assets.franka_build import ensure_franka_usd, franka_usd_path
+    from l2.assets.so101_build import ensure_so101_usd, so101_usd_path
 
     env_cfg = parse_task_cfg(task, device, num_envs, overrides)
     env_cfg.seed = seed
-    if getattr(env_cfg.scene.robot.spawn, "usd_path", None) == str(franka_usd_path()):
-        ensure_franka_usd()
+    usd = getattr(env_cfg.scene.robot.spawn, "usd_path", None)
+    for path, ensure in ((franka_usd_path(), ensure_franka_usd), (so101_usd_path(), ensure_so101_usd)):
+        if usd == str(path):
+            ensure()  # built offline when missing (l2/assets/)
     return env_cfg
 
 

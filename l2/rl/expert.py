@@ -56,22 +56,12 @@ def reactive_pick_and_lift(
     return torch.cat([pos, grasp_quat, gripper], dim=-1)
 
 
-def shadow_ik_term(env: ManagerBasedRLEnv):
-    """The robot's differential-IK action term (a joint-space cfg's ``ik_arm_action``, else the env's own IK arm
-    action), built beside the env's own terms and never applied: its frame pose and Jacobian translate between
-    end-effector poses and joint targets."""
-    ik_cfg = getattr(env.cfg, "ik_arm_action", None) or env.cfg.actions.arm_action
-    return ik_cfg.class_type(ik_cfg, env)
-
-
 class JointSpaceExpert:
     """Scripted expert acting in the RL variant's action space (arm joint targets + binary gripper).
 
     :func:`reactive_pick_and_lift` gives the IK-absolute pose the scripted source would send from this
-    state. The robot's differential-IK action term, built here beside the env's own terms and never
-    applied, turns it into the joint targets ``q*`` one IK step gives from the measured joints ``q``; the
-    arm action is those targets in the RL variant's units: ``(q* - q) / scale`` for relative joint-position
-    actions, ``(q* - offset) / scale`` for absolute ones.
+    state; :class:`~l2.recording.task_space.TaskSpaceDriver` turns it into the arm action one IK step gives
+    (``(q* - q) / scale`` for relative joint-position actions, ``(q* - offset) / scale`` for absolute ones).
     """
 
     max_arm_action: float = 2.0
@@ -79,17 +69,17 @@ class JointSpaceExpert:
     rare, large labels would dominate a regression on the expert's actions."""
 
     def __init__(self, env: ManagerBasedRLEnv, cfg: PickAndLiftCfg | None = None):
-        from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
+        from l2.recording.task_space import TaskSpaceDriver
 
         self.env = env
         self.cfg = cfg or PickAndLiftCfg(dt=env.step_dt)
         self._orientation = PickAndLiftStateMachine(env.num_envs, env.device, self.cfg).grasp_orientation
-        self._ik = shadow_ik_term(env)
-        self._arm = env.action_manager.get_term("arm_action")
-        self._fingers = self._ik._asset.find_joints(env.action_manager.get_term("gripper_action")._joint_names)[0]
-        self._relative = isinstance(self._arm, RelativeJointPositionAction)
-        if list(self._arm._joint_names) != list(self._ik._joint_names):
-            raise ValueError(f"arm joints differ: RL action {self._arm._joint_names}, IK {self._ik._joint_names}")
+        self._driver = TaskSpaceDriver(env)
+        if self._driver.passthrough:
+            raise ValueError("the env acts in task space already: the scripted state machine is its expert")
+        self._fingers = self._driver.ik._asset.find_joints(env.action_manager.get_term("gripper_action")._joint_names)[
+            0
+        ]
 
     def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Nothing to reset: the expert has no memory."""
@@ -98,8 +88,7 @@ class JointSpaceExpert:
         """The expert's actions ``(num_envs, 8)`` in the RL action space for the env's current state."""
         from l2.lift import mdp
 
-        ik = self._ik
-        joints = ik._asset.data.joint_pos.torch
+        joints = self._driver.ik._asset.data.joint_pos.torch
         cube = mdp.object_pose_in_robot_root_frame(self.env)
         pose_and_gripper = reactive_pick_and_lift(
             mdp.ee_position_in_robot_root_frame(self.env),
@@ -108,10 +97,5 @@ class JointSpaceExpert:
             self._orientation(cube[:, 3:]),
             self.cfg,
         )
-        ik.process_actions(pose_and_gripper[:, :7])
-        ee_pos, ee_quat = ik._compute_frame_pose()
-        joint_pos = joints[:, ik._joint_ids]
-        target = ik._ik_controller.compute(ee_pos, ee_quat, ik._compute_frame_jacobian(), joint_pos)
-        offset = joint_pos if self._relative else self._arm._offset
-        arm = ((target - offset) / self._arm._scale).clamp(-self.max_arm_action, self.max_arm_action)
+        arm = self._driver.arm_action(pose_and_gripper[:, :7]).clamp(-self.max_arm_action, self.max_arm_action)
         return torch.cat([arm, pose_and_gripper[:, 7:]], dim=-1)

@@ -83,7 +83,7 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
         from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
         from isaaclab.utils.math import quat_from_angle_axis, quat_mul
 
-        from l2.rl.expert import shadow_ik_term
+        from l2.recording.task_space import shadow_ik_term
 
         if self._ik is None:
             self._ik = shadow_ik_term(self._env)

@@ -38,7 +38,8 @@ def collect(args: argparse.Namespace) -> int:
     import numpy as np
 
     from l2.recording import collect
-    from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
+    from l2.recording.task_space import TaskSpaceDriver
+    from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
 
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
     num_demos, max_attempts = cli.attempt_limits(args)
@@ -46,10 +47,11 @@ def collect(args: argparse.Namespace) -> int:
     log: list[np.ndarray] = []
 
     with sim.make_env(env_cfg, args.task) as env:
-        sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
+        sm = PickAndLiftStateMachine(env.num_envs, env.device, pick_and_lift_cfg(args.task, env.step_dt))
+        driver = TaskSpaceDriver(env)  # the robot's own action: its IK-absolute pose, or its joint targets
 
         def step() -> None:
-            actions = sm.act(env)
+            actions = driver.action(sm.act(env))
             if args.log_actions:
                 log.append(actions.cpu().numpy().copy())
             env.step(actions)

@@ -7,6 +7,7 @@ quaternions are scalar-last (x, y, z, w), like the task's action.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 GRIPPER_OPEN = 1.0
 GRIPPER_CLOSE = -1.0
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)
-"""End-effector pointing down (180 deg about x), fingers closing along the base's y axis."""
+"""The Franka's end effector pointing down (180 deg about x), fingers closing along the base's y axis."""
 
 
 class PickState(enum.IntEnum):
@@ -54,6 +55,24 @@ class PickAndLiftCfg:
     descend_timeout: float = 1.5
     grasp_time: float = 0.4
     lift_timeout: float = 2.0
+    top_down: tuple[float, float, float, float] = TOP_DOWN
+    """The end-effector frame's orientation (x, y, z, w; robot root frame) pointing down, before the yaw that
+    follows the cube's: each robot's frame has its own."""
+
+
+def pick_and_lift_cfg(task: str, dt: float) -> PickAndLiftCfg:
+    """The task's scripted-expert parameters at the control period ``dt``: its gym registration's
+    ``pick_and_lift_cfg_entry_point`` (as Isaac Lab registers agent cfgs), else :class:`PickAndLiftCfg`'s defaults
+    (the Franka's)."""
+    import gymnasium as gym
+    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+    if ENTRY_POINT not in gym.spec(task).kwargs:
+        return PickAndLiftCfg(dt=dt)
+    return dataclasses.replace(load_cfg_from_registry(task, ENTRY_POINT), dt=dt)
+
+
+ENTRY_POINT = "pick_and_lift_cfg_entry_point"
 
 
 class PickAndLiftStateMachine:
@@ -67,7 +86,7 @@ class PickAndLiftStateMachine:
         self.time_in_state = torch.zeros(num_envs, device=self.device)
         self.grasp_pose = torch.zeros(num_envs, 7, device=self.device)
         """End-effector pose latched when closing the gripper (the lift keeps its x, y and orientation)."""
-        self._top_down = torch.tensor(TOP_DOWN, device=self.device).expand(num_envs, 4)
+        self._top_down = torch.tensor(self.cfg.top_down, device=self.device).expand(num_envs, 4)
         self._z_axis = torch.tensor((0.0, 0.0, 1.0), device=self.device).expand(num_envs, 3)
 
     def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:

@@ -1,3 +1,3 @@
 """Each robot's lift-cube cfgs and gym registrations, one subpackage per robot (``config/<robot>/``)."""
 
-from . import franka  # noqa: F401
+from . import franka, so101  # noqa: F401

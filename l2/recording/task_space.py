@@ -1,0 +1,84 @@
+"""Task-space commands into an env's own action.
+
+The scripted expert, keyboard teleop and the DAgger expert think in end-effector poses: ``(x, y, z, qx, qy, qz, qw,
+gripper)`` in the robot root frame, gripper ``> 0`` open, ``< 0`` closed. A robot whose task takes that pose as its
+action (the Franka's IK-absolute variants) gets it as it is. A robot whose task acts in joint space (the SO-101's
+joint positions, what its real arm records) gets the joint targets that one step of the robot's differential IK
+gives from the measured joints (its cfg's ``ik_arm_action``, built beside the env's own terms and never applied),
+and the gripper's ``(open, closed)`` joint target (its cfg's ``gripper_targets``): what the driver commanded is
+what the env records.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from isaaclab.envs import ManagerBasedRLEnv
+
+
+def shadow_ik_term(env: ManagerBasedRLEnv):
+    """The robot's differential-IK action term (the cfg's ``ik_arm_action``, else the env's own IK arm action),
+    built beside the env's own terms and never applied: its frame pose and Jacobian translate between end-effector
+    poses and joint targets."""
+    ik_cfg = getattr(env.cfg, "ik_arm_action", None) or env.cfg.actions.arm_action
+    return ik_cfg.class_type(ik_cfg, env)
+
+
+def takes_poses(env: ManagerBasedRLEnv) -> bool:
+    """Whether the env's arm action is an absolute end-effector pose (then commands pass through unchanged)."""
+    from isaaclab.envs.mdp.actions.task_space_actions import DifferentialInverseKinematicsAction
+
+    arm = env.action_manager.get_term("arm_action")
+    return isinstance(arm, DifferentialInverseKinematicsAction) and not arm.cfg.controller.use_relative_mode
+
+
+class TaskSpaceDriver:
+    """Turns task-space commands ``(N, 8)`` into the env's action ``(N, action dim)``."""
+
+    def __init__(self, env: ManagerBasedRLEnv):
+        from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
+
+        self.env = env
+        self.passthrough = takes_poses(env)
+        if self.passthrough:
+            return
+        self.ik = shadow_ik_term(env)
+        self.arm = env.action_manager.get_term("arm_action")
+        self.relative = isinstance(self.arm, RelativeJointPositionAction)
+        if list(self.arm._joint_names) != list(self.ik._joint_names):
+            raise ValueError(f"arm joints differ: the action's {self.arm._joint_names}, IK's {self.ik._joint_names}")
+        targets = getattr(env.cfg, "gripper_targets", None)
+        self.gripper_targets = None if targets is None else torch.tensor(targets, device=env.device)
+
+    def arm_targets(self, pose: torch.Tensor) -> torch.Tensor:
+        """The arm's joint targets ``(N, arm joints)`` one IK step gives toward ``pose`` ``(N, 7)``, within the
+        joints' soft limits (a target past a limit is never reached, and would be recorded as the action)."""
+        ik = self.ik
+        ik.process_actions(pose)
+        ee_pos, ee_quat = ik._compute_frame_pose()
+        joint_pos = ik._asset.data.joint_pos.torch[:, ik._joint_ids]
+        target = ik._ik_controller.compute(ee_pos, ee_quat, ik._compute_frame_jacobian(), joint_pos)
+        limits = ik._asset.data.soft_joint_pos_limits.torch[:, ik._joint_ids]
+        return torch.maximum(torch.minimum(target, limits[..., 1]), limits[..., 0])
+
+    def arm_action(self, pose: torch.Tensor) -> torch.Tensor:
+        """:meth:`arm_targets` in the arm action's units: ``(q* - q) / scale`` for relative joint positions,
+        ``(q* - offset) / scale`` for absolute ones."""
+        target = self.arm_targets(pose)
+        offset = self.ik._asset.data.joint_pos.torch[:, self.ik._joint_ids] if self.relative else self.arm._offset
+        return (target - offset) / self.arm._scale
+
+    def gripper_action(self, command: torch.Tensor) -> torch.Tensor:
+        """The gripper's action for commands ``(N, 1)``: the ±1 itself, or its ``(open, closed)`` joint target."""
+        if self.gripper_targets is None:
+            return command
+        return torch.where(command > 0, self.gripper_targets[0], self.gripper_targets[1])
+
+    def action(self, command: torch.Tensor) -> torch.Tensor:
+        """The env's action for task-space commands ``(N, 8)``."""
+        if self.passthrough:
+            return command
+        return torch.cat([self.arm_action(command[:, :7]), self.gripper_action(command[:, 7:])], dim=-1)
