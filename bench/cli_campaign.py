@@ -135,6 +135,7 @@ COMMANDS = [
     _m("l2.teleop.make_trace"),
     _m("l2.recording.warmup"),
     _m("l2.assets.franka_build"),
+    _m("l2.assets.so101_build"),
     _script("bench/cli_campaign.py"),
     _script("bench/convert.py"),
     _script("bench/fuzz_inputs.py"),

@@ -186,14 +186,14 @@ def read_demos(
 
 # ------------------------------------------------------------------------------------------- the env
 def replay_task(env_name: str, path: str | Path = "") -> str:
-    """The gym id to replay a file of ``env_name`` in: that task when it takes IK-absolute actions, else
-    the base task (the RL variant's files hold the IK-absolute equivalent as ``actions``).
+    """The gym id to replay a file of ``env_name`` in: that task, whose action the file records, except for an RL
+    variant, whose files hold the IK-absolute equivalent of its actions as ``actions``: the Franka's base task.
 
     Raises :class:`ReplayError` for a task that is not one of ours."""
     import gymnasium as gym
-    from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
     from isaaclab_tasks.utils import load_cfg_from_registry
 
+    from l2.lift.variants import RLVariantCfg
     from l2.recording import sim
 
     sim.register_tasks()
@@ -205,9 +205,7 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
             "this package: cannot rebuild its env"
         )
     cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
-    arm = cfg.actions.arm_action
-    ik_absolute = isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode
-    return env_name if ik_absolute else sim.DEFAULT_TASK
+    return sim.DEFAULT_TASK if isinstance(cfg, RLVariantCfg) else env_name
 
 
 def replay_env_cfg(

@@ -298,12 +298,15 @@ def _cases() -> list[Case]:
     add(m, "output-is-folder", "bc_run", "--output", "empty")
     add(m, "output-under-file", "bc_run", "--output", "demos.hdf5/c.png")
 
-    # the offline Franka: its place comes from the environment
-    m = "l2.assets.franka_build"
-    add(m, "usd-is-folder", env=(("L2L3_FRANKA_USD", "empty"),))
-    add(m, "usd-missing", env=(("L2L3_FRANKA_USD", "typo/panda.usdc"),))
-    add(m, "cache-under-file", "--force", env=(("L2L3_FRANKA_USD", None), ("L2L3_CACHE", "demos.hdf5")))
-    add(m, "option-unknown", "--forse")
+    # the offline robots: their place comes from the environment
+    for m, var, usd in (
+        ("l2.assets.franka_build", "L2L3_FRANKA_USD", "panda.usdc"),
+        ("l2.assets.so101_build", "L2L3_SO101_USD", "so101.usdc"),
+    ):
+        add(m, "usd-is-folder", env=((var, "empty"),))
+        add(m, "usd-missing", env=((var, f"typo/{usd}"),))
+        add(m, "cache-under-file", "--force", env=((var, None), ("L2L3_CACHE", "demos.hdf5")))
+        add(m, "option-unknown", "--forse")
     return out
 
 
