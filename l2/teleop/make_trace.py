@@ -7,6 +7,12 @@ down to it, close, lift) plus a ``start`` event. The session records them with t
 ``--teleop_device replay`` to the same demo. This is how ``config/teleop/lift_cube_trace.json`` was made::
 
     python -m l2.teleop.make_trace --output config/teleop/lift_cube_trace.json --seed 42
+
+With ``--operator leader`` the operator is a leader arm instead (:class:`LeaderArmOperator`): the joint positions the
+robot's scripted expert reaches for, recorded as a ``joint`` trace, for a task whose action is joint positions::
+
+    python -m l2.teleop.make_trace --task L2-Lift-Cube-SO101-JointPos-Teleop --operator leader \\
+        --output config/teleop/so101_lift_cube_leader_trace.json --seed 42
 """
 
 from __future__ import annotations
@@ -75,8 +81,48 @@ class ScriptedOperator(DeviceBase):
         return torch.cat([dpos, drot, torch.tensor([gripper])]).to(torch.float32)
 
 
+class LeaderArmOperator(DeviceBase):
+    """A leader arm in the hands of the scripted expert: each poll, the joint positions the robot's scripted
+    pick-and-lift reaches for (its end-effector targets through the robot's IK), as a leader arm's joints send them
+    to a follower (control ``joint``, as Isaac Lab's SO-101 joint-teleop variant takes a leader arm's)."""
+
+    def __init__(self, env, task: str):
+        from l2.recording.task_space import TaskSpaceDriver
+        from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
+
+        super().__init__()
+        self.env = env
+        self.expert = PickAndLiftStateMachine(1, env.device, pick_and_lift_cfg(task, env.step_dt))
+        self.driver = TaskSpaceDriver(env)
+        if self.driver.passthrough:
+            raise OneLineError(f"--operator leader: {task} takes end-effector poses, not joint positions")
+        self._callbacks: dict[str, Callable] = {}
+        self._started = False
+
+    def reset(self):
+        self.expert.reset()
+
+    def add_callback(self, key, func):
+        self._callbacks[key] = func
+
+    def advance(self) -> torch.Tensor:
+        if not self._started:
+            self._started = True
+            self._callbacks["start"]()
+        return self.driver.action(self.expert.act(self.env))[0]
+
+
+OPERATORS = ("keyboard", "leader")
+"""``keyboard``: device-sized end-effector steps (control ``delta``); ``leader``: a leader arm's joint positions."""
+
+
 def make_trace(
-    output: str, seed: int, task: str | None = None, max_ticks: int = 1500, overrides: list[str] | tuple[str, ...] = ()
+    output: str,
+    seed: int,
+    task: str | None = None,
+    max_ticks: int = 1500,
+    overrides: list[str] | tuple[str, ...] = (),
+    operator: str = "keyboard",
 ) -> int:
     from l2.recording import sim
     from l2.recording.handler import configure_recording
@@ -89,10 +135,13 @@ def make_trace(
     with tempfile.TemporaryDirectory() as tmp:
         configure_recording(env_cfg, Path(tmp) / "teleop_trace_check.hdf5", task)
         env_cfg.recorders.export_in_close = False
-        recorder = TraceRecorder(seed, task, "keyboard", overrides=overrides)
+        control = "joint" if operator == "leader" else "delta"
+        recorder = TraceRecorder(seed, task, operator, control, overrides=overrides)
         with sim.make_env(env_cfg, task) as env:
-            session = TeleopSession(env, None, num_demos=1, recorder=recorder)
-            session.device = ScriptedOperator(env, session.target)
+            session = TeleopSession(env, None, num_demos=1, control=control, recorder=recorder)
+            session.device = (
+                LeaderArmOperator(env, task) if operator == "leader" else ScriptedOperator(env, session.target)
+            )
             for event in ("start", "pause", "reset", "quit"):
                 session.device.add_callback(event, session.callbacks()[event])
             session.begin_attempt()
@@ -118,6 +167,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=cli_args.seed, default=42, help="the session's seed (default: %(default)s)")
     parser.add_argument(
+        "--task", default=None, help="the teleop task (default: the Franka's, L2-Lift-Cube-Franka-IK-Abs-Teleop)"
+    )
+    parser.add_argument(
+        "--operator",
+        choices=OPERATORS,
+        default="keyboard",
+        help="keyboard: end-effector steps (control delta); leader: a leader arm's joint positions (control joint, "
+        "for a task acting in joint positions, e.g. L2-Lift-Cube-SO101-JointPos-Teleop) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max_ticks", type=cli_args.positive_int, default=1500, help="give up after (default: %(default)s)"
+    )
+    parser.add_argument(
         "overrides",
         nargs="*",
         type=override_arg,
@@ -127,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        return make_trace(args.output, args.seed, overrides=args.overrides)
+        return make_trace(args.output, args.seed, args.task, args.max_ticks, args.overrides, args.operator)
     except OneLineError as exc:
         cli_args.fail(str(exc))
 

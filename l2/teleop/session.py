@@ -1,4 +1,8 @@
-"""The teleop session: device commands in, IK-absolute actions to the env, successful attempts saved.
+"""The teleop session: device commands in, the robot's own actions to the env, successful attempts saved.
+
+Device commands become an absolute end-effector target (``[x, y, z, qx, qy, qz, qw, gripper]``, robot root frame):
+the action of a robot whose task takes poses (the Franka), or, through the robot's IK, the joint targets of one that
+acts in joint space (the SO-101: :mod:`l2.recording.task_space`), which are then what the file records.
 
 It follows Isaac Lab's ``record_demos.py``: the task's ``success`` term is evaluated by the session
 (not the termination manager), an attempt is saved once success held for ``num_success_steps``
@@ -38,7 +42,8 @@ class TeleopSession:
     Args:
         env: the unwrapped teleop env (one env, a robot's teleop cfg, :class:`~l2.lift.variants.TeleopVariantCfg`).
         device: any ``DeviceBase``-like object with ``advance()`` and ``reset()``.
-        control: ``"delta"`` (integrate ``[dx, dy, dz, rx, ry, rz, gripper]``) or ``"absolute"`` (XR).
+        control: ``"delta"`` (integrate ``[dx, dy, dz, rx, ry, rz, gripper]``), ``"absolute"`` (XR) or ``"joint"``
+            (a leader arm's joint positions: the env's action as it is).
         start_running: start active (devices without a start control) or paused until ``start``.
         step_hz: ticks per second (None: as fast as the simulator goes).
         on_action: called with every action sent to the env (logging).
@@ -77,6 +82,9 @@ class TeleopSession:
             if isinstance(value, SceneEntityCfg):
                 value.resolve(env.scene)
         self.target = DeltaPoseAccumulator(env.device)
+        from l2.recording.task_space import TaskSpaceDriver  # noqa: PLC0415
+
+        self.driver = TaskSpaceDriver(env)
         from l2.recording.handler import dataset_handler  # noqa: PLC0415
 
         self.handler = dataset_handler(env)
@@ -172,7 +180,11 @@ class TeleopSession:
             if self.render:
                 self.env.sim.render()
             return
-        action = self.target.apply(command) if self.control == "delta" else self.target.set_absolute(command)
+        if self.control == "joint":
+            action = command.reshape(1, -1).to(self.env.device)
+        else:
+            pose = self.target.apply(command) if self.control == "delta" else self.target.set_absolute(command)
+            action = self.driver.action(pose)
         if self.on_action is not None:
             self.on_action(action)
         self.env.step(action)

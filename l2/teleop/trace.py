@@ -8,6 +8,8 @@ A trace is a small JSON file::
       "seed": 42,                                     # env seed: the cube poses depend on it
       "control": "delta",                             # "delta": commands are [dx,dy,dz,rx,ry,rz,gripper]
                                                       # "absolute": [x,y,z,qx,qy,qz,qw,gripper] (XR)
+                                                      # "joint": the robot's joint positions, as a
+                                                      #   leader arm sends them (the env's action)
       "device": "keyboard",                           # the live device it came from (informative)
       "presets": ["variety"],                         # optional: the scene's presets, applied on replay
       "commands": [[0.005, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], ...],   # one per session tick
@@ -43,6 +45,10 @@ VERSION = 1
 EVENTS = ("start", "pause", "reset", "quit")
 
 
+CONTROLS = ("delta", "absolute", "joint")
+"""What a trace's commands are: end-effector deltas, absolute end-effector poses, or joint positions."""
+
+
 @dataclass
 class Trace:
     commands: list[list[float]] = field(default_factory=list)
@@ -57,8 +63,20 @@ class Trace:
     the same with or without cameras)."""
 
     @property
-    def command_dim(self) -> int:
+    def command_dim(self) -> int | None:
+        """Values per command (``joint``: the robot's joints, as many as its first command has)."""
+        if self.control == "joint":
+            return len(self.commands[0]) if self.commands else None
         return 7 if self.control == "delta" else 8
+
+    def idle_command(self) -> list[float]:
+        """A command for a tick that applies none (paused, or past the end): no motion, gripper open; for joint
+        control, the last command (a leader arm at rest stays where it is)."""
+        if self.control == "joint":
+            if not self.commands:
+                raise ValueError("a joint-control trace starts with a command, not a paused tick")
+            return list(self.commands[-1])
+        return [0.0] * (self.command_dim - 1) + [1.0]
 
     def to_json(self) -> dict:
         return {
@@ -90,8 +108,8 @@ class Trace:
         return trace
 
     def check(self) -> None:
-        if self.control not in ("delta", "absolute"):
-            raise ValueError(f"control must be 'delta' or 'absolute', not {self.control!r}")
+        if self.control not in CONTROLS:
+            raise ValueError(f"control must be one of {', '.join(CONTROLS)}, not {self.control!r}")
         bad = [i for i, c in enumerate(self.commands) if len(c) != self.command_dim]
         if bad:
             raise ValueError(f"command {bad[0]} has {len(self.commands[bad[0]])} values, expected {self.command_dim}")
@@ -142,7 +160,7 @@ class TraceRecorder:
         if applied:
             self.trace.commands.append([_short(v) for v in command.reshape(-1).cpu().numpy()])
         elif events:  # events on a paused tick still need a tick of their own
-            self.trace.commands.append([0.0] * (self.trace.command_dim - 1) + [1.0])
+            self.trace.commands.append(self.trace.idle_command())
 
 
 class ReplayDevice(DeviceBase):
@@ -176,7 +194,7 @@ class ReplayDevice(DeviceBase):
         for name in names:
             if name in self._callbacks:
                 self._callbacks[name]()
-        command = [0.0] * (self.trace.command_dim - 1) + [1.0] if self.finished else self.trace.commands[self._tick]
+        command = self.trace.idle_command() if self.finished else self.trace.commands[self._tick]
         self._tick += 1
         return torch.tensor(command, dtype=torch.float32, device=self._sim_device)
 
