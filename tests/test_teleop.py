@@ -99,6 +99,29 @@ def test_trace_round_trip_recorder_and_replay_order(tmp_path):
         load_trace(tmp_path / "bad.json")
 
 
+def test_a_leader_arm_trace_holds_joint_positions_and_idles_where_it_stopped(tmp_path):
+    rec = TraceRecorder(seed=1, task="t", device="leader", control="joint")
+    joints = torch.tensor([0.1, -0.9, 0.2, 1.5, -0.8, 1.0])
+    with pytest.raises(ValueError, match="starts with a command"):
+        rec.add(joints, ["start"], applied=False)
+    rec.add(joints, ["start"], applied=True)
+    rec.add(joints + 0.25, ["pause"], applied=False)  # the leader at rest: the follower stays where it was sent
+    rec.trace.save(tmp_path / "leader.json")
+    trace = load_trace(tmp_path / "leader.json")
+    assert trace.control == "joint" and trace.command_dim == 6
+    assert np.array_equal(np.float32(trace.commands), np.stack([joints.numpy()] * 2))  # float32-exact
+    dev = ReplayDevice(trace)
+    assert (
+        torch.equal(dev.advance(), joints) and torch.equal(dev.advance(), joints) and torch.equal(dev.advance(), joints)
+    )
+
+    bad = json.loads((tmp_path / "leader.json").read_text())
+    bad["commands"].append([0.0] * 7)
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="has 7 values, expected 6"):
+        load_trace(tmp_path / "bad.json")
+
+
 def test_example_trace_is_shipped_and_valid():
     trace = load_trace(EXAMPLE)
     assert trace.seed is not None and trace.control == "delta"
