@@ -50,32 +50,39 @@ TASK = "L2-Lift-Cube-Franka-IK-Abs-Scripted"
 WARMUP_STEPS = 5
 
 
-def measure_rate(num_envs: int, cameras: bool, steps: int, out: Path, presets: tuple[str, ...] = ()) -> dict:
-    """Scripted loop with recording: env-frames/s and seconds in rendering / recording / total; ``presets``
-    added to the task's (e.g. ``("variety",)``)."""
+def measure_rate(
+    num_envs: int, cameras: bool, steps: int, out: Path, presets: tuple[str, ...] = (), task: str = TASK
+) -> dict:
+    """Scripted loop with recording on ``task`` (the Franka's by default): env-frames/s and seconds in rendering /
+    recording / total; ``presets`` added to the task's (e.g. ``("variety",)``)."""
     from l2.recording import sim
     from l2.recording.handler import configure_recording
-    from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
+    from l2.recording.task_space import TaskSpaceDriver
+    from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
 
     overrides = [f"presets={p}" for p in (*presets, *(() if cameras else ("no_cameras",)))]
-    env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs, seed=0, overrides=overrides)
-    configure_recording(env_cfg, out, TASK, "overwrite")
+    env_cfg = sim.load_env_cfg(task, "cpu", num_envs, seed=0, overrides=overrides)
+    configure_recording(env_cfg, out, task, "overwrite")
     render, record = [0.0], [0.0]
-    with sim.make_env(env_cfg, TASK) as env:
-        for name in LIFT_CAMERA_TERMS if cameras else ():
-            time_calls(env.scene[name], ["_update_buffers_impl"], render)  # the camera's render + read-back
+    with sim.make_env(env_cfg, task) as env:
+        for term in env.cfg.observations.cameras.__dict__.values() if cameras else ():
+            if hasattr(term, "params"):  # the camera's render + read-back
+                time_calls(env.scene[term.params["sensor_cfg"].name], ["_update_buffers_impl"], render)
         time_calls(env.recorder_manager, RECORDER_HOOKS, record)
-        sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
+        sm = PickAndLiftStateMachine(env.num_envs, env.device, pick_and_lift_cfg(task, env.step_dt))
+        driver = TaskSpaceDriver(env)
         env.reset()
         for i in range(WARMUP_STEPS + steps):
             if i == WARMUP_STEPS:
                 start = time.perf_counter()
                 render[0] = record[0] = 0.0
-            env.step(sm.act(env))
+            env.step(driver.action(sm.act(env)))
             sm.reset(env.termination_manager.dones.nonzero().flatten())
         total = time.perf_counter() - start
         written = env.recorder_manager.exported_successful_episode_count
+        step_dt = env.step_dt
     return {
+        "step_dt": step_dt,
         "frames_per_s": steps * num_envs / total,
         "total_s": total,
         "render_s": render[0],

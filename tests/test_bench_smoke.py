@@ -92,6 +92,11 @@ SMOKE = {
     ),
     "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
     "variety.py": (["--envs", "1", "--steps", "3", "--rounds", "1"], ["variety / plain"], ("sim",)),
+    "robots.py": (
+        ["--envs", "1", "--steps", "3", "--rounds", "1"],
+        ["SO-101 vs the Franka", "so101    cameras"],
+        ("sim",),
+    ),
     "policy_protocol.py": (
         ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
         ["baseline = bare ZeroMQ echo", "simulation step:", "no server: ping gives up after"],
