@@ -11,6 +11,7 @@ See ``config/lift_cube.yaml`` for the shipped example and ``docs/l3.md`` for the
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,6 +47,13 @@ GR00T_QUATERNION_ORDER = "wxyz"
 ANNOTATION_KINDS = ("task", "validity")
 DEFAULT_ANNOTATIONS = (("human.action.task_description", "task"), ("human.validity", "validity"))
 DEFAULT_FPS = 50
+NORM_MODES = ("degrees", "range_m100_100", "range_0_100")
+"""Units a key's columns can be written in, named and defined as LeRobot's ``MotorNormMode`` (lerobot
+``motors/motors_bus.py``, ``_normalize``): ``degrees`` is radians in, degrees out, from the middle of ``limits``
+(0 without them); ``range_m100_100`` maps each column's ``limits`` [lo, hi] linearly onto -100..100 (0 is mid-range),
+``range_0_100`` onto 0..100. Inverse: :meth:`Slice.from_norm`."""
+RANGE_MODES = {"range_m100_100": (-100.0, 200.0), "range_0_100": (0.0, 100.0)}
+"""The range modes' (lowest value, span): ``lo`` becomes the lowest value, ``hi`` the lowest plus the span."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,10 @@ class Slice:
     """... and the component order written there (``wxyz`` for GR00T's ``rotation_type: quaternion``)."""
     zeros: int | None = None
     """Padding: this key is ``zeros`` columns of 0.0 for this input (``source`` is empty)."""
+    norm_mode: str | None = None
+    """The unit the dataset holds (one of :data:`NORM_MODES`; None: the input's values as they are) ..."""
+    limits: tuple[tuple[float, float], ...] | None = None
+    """... from each column's [lo, hi] in the input's unit (LeRobot's calibrated ``range_min``/``range_max``)."""
 
     def width(self, source_dim: int) -> int:
         """Number of columns this key takes from a source with ``source_dim`` columns."""
@@ -81,12 +93,47 @@ class Slice:
             a = a.copy()
             q0 = self.quaternion[0]
             a[:, q0 : q0 + 4] = a[:, [q0 + stored_order.index(c) for c in self.quaternion_order]]
+        if self.norm_mode:
+            a = self.to_norm(a)
         return np.ascontiguousarray(a)
+
+    def _bounds(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each column's lo and hi (float64); degrees without limits: 0 and 0 (their middle is 0)."""
+        lim = np.asarray(self.limits, dtype=np.float64) if self.limits else np.zeros((width, 2))
+        return lim[:, 0], lim[:, 1]
+
+    def to_norm(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., width) in the input's unit -> :attr:`norm_mode`, computed in float64 as LeRobot's
+        ``_normalize`` does (without its clamp to the range, so that :meth:`from_norm` inverts it); the result has
+        the input's float dtype."""
+        values = np.asarray(values)
+        x = values.astype(np.float64)
+        lo, hi = self._bounds(x.shape[-1])
+        if self.norm_mode == "degrees":
+            y = np.degrees(x - (lo + hi) / 2)
+        else:
+            low, span = RANGE_MODES[self.norm_mode]
+            y = ((x - lo) / (hi - lo)) * span + low
+        return y.astype(values.dtype if values.dtype.kind == "f" else np.float64)
+
+    def from_norm(self, values: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`to_norm` (LeRobot's ``_unnormalize``, without its clamp and rounding to steps)."""
+        values = np.asarray(values)
+        y = values.astype(np.float64)
+        lo, hi = self._bounds(y.shape[-1])
+        if self.norm_mode == "degrees":
+            x = np.radians(y) + (lo + hi) / 2
+        else:
+            low, span = RANGE_MODES[self.norm_mode]
+            x = ((y - low) / span) * (hi - lo) + lo
+        return x.astype(values.dtype if values.dtype.kind == "f" else np.float64)
 
     def put(self, values: np.ndarray, target: np.ndarray, stored_order: str = "xyzw") -> None:
         """Write this key's ``values`` (..., width) back into its columns of ``target`` (..., D), the inverse of
         :meth:`take`: what a policy answers for the key becomes the input's (the env's) columns again."""
         values = np.asarray(values)
+        if self.norm_mode:
+            values = self.from_norm(values)
         if self.quaternion and stored_order != self.quaternion_order:
             values = values.copy()
             q0 = self.quaternion[0]
@@ -155,7 +202,17 @@ PER_INPUT_KEYS = ("state", "action", "cameras", "action_dim")
 """What may differ per input format (a config's ``inputs.<format>`` sections)."""
 INPUT_FORMATS = ("l2", "platform", "aloha")
 """The input formats a config's ``inputs:`` may name (the readers of :mod:`l3.inputs`)."""
-SLICE_KEYS = ("from", "slice", "names", "rotation_type", "absolute", "quaternion", "quaternion_order")
+SLICE_KEYS = (
+    "from",
+    "slice",
+    "names",
+    "rotation_type",
+    "absolute",
+    "quaternion",
+    "quaternion_order",
+    "norm_mode",
+    "limits",
+)
 VIDEO_KEYS = ("codec", "crf", "preset", "gop")
 MAX_CRF = 51
 """H.264's constant-rate-factor scale (8-bit video) runs from 0 (lossless) to 51."""
@@ -167,6 +224,44 @@ def _is_int(value: Any) -> bool:
 
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _norm_from_yaml(at: str, d: dict, rotation: bool, width: int | None) -> tuple[str | None, Any]:
+    """A key's ``norm_mode`` and ``limits`` (``width``: its columns when its slice says; else checked by
+    :func:`with_names`)."""
+    mode, lim = d.get("norm_mode"), d.get("limits")
+    if mode is None:
+        if lim is not None:
+            raise ConfigError(f"{at}.limits: only with a norm_mode ({', '.join(NORM_MODES)})")
+        return None, None
+    if mode not in NORM_MODES:
+        raise ConfigError(f"{at}.norm_mode: {mode!r} is not one of {', '.join(NORM_MODES)} (LeRobot's MotorNormMode)")
+    if rotation:
+        raise ConfigError(f"{at}.norm_mode: not on a key with a rotation_type or quaternion (no joint angles)")
+    if lim is None:
+        if mode in RANGE_MODES:
+            low, span = RANGE_MODES[mode]
+            raise ConfigError(
+                f"{at}.limits: norm_mode {mode} maps each column's [lo, hi] onto {low:g}..{low + span:g}: give "
+                "limits: [[lo, hi], ...], one pair per column in the input's unit"
+            )
+        return mode, None
+    if not (
+        isinstance(lim, list)
+        and lim
+        and all(isinstance(p, list) and len(p) == 2 and all(_number(v) for v in p) for p in lim)
+    ):
+        raise ConfigError(f"{at}.limits: expected [[lo, hi], ...], one pair of finite numbers per column")
+    for i, (lo, hi) in enumerate(lim):
+        if lo >= hi:
+            raise ConfigError(f"{at}.limits[{i}]: lo {lo!r} >= hi {hi!r} (expected lo < hi)")
+    if width is not None and len(lim) != width:
+        raise ConfigError(f"{at}.limits: {len(lim)} pair(s) for the {width} column(s) of its slice")
+    return mode, tuple((float(lo), float(hi)) for lo, hi in lim)
 
 
 def _unknown(at: str, d: dict, known: tuple[str, ...]) -> None:
@@ -231,6 +326,9 @@ def _slice_from_yaml(at: str, key: Any, d: Any) -> Slice:
     absolute = d.get("absolute", True)
     if not isinstance(absolute, bool):
         raise ConfigError(f"{at}.absolute: expected true or false")
+    norm_mode, limits = _norm_from_yaml(
+        at, d, rot is not None or quat is not None, None if start is None else end - start
+    )
     return Slice(
         key=key,
         source=d["from"].strip("/"),
@@ -241,6 +339,8 @@ def _slice_from_yaml(at: str, key: Any, d: Any) -> Slice:
         absolute=absolute,
         quaternion=quat,
         quaternion_order=order,
+        norm_mode=norm_mode,
+        limits=limits,
     )
 
 
@@ -383,6 +483,10 @@ def mapping_to_dict(m: Mapping) -> dict:
             d["quaternion"] = list(s.quaternion)
             if s.quaternion_order != "xyzw":
                 d["quaternion_order"] = s.quaternion_order
+        if s.norm_mode:
+            d["norm_mode"] = s.norm_mode
+        if s.limits:
+            d["limits"] = [list(p) for p in s.limits]
         if s.names:
             d["names"] = list(s.names)
         return d
@@ -428,6 +532,8 @@ def with_names(m: Mapping, dims: dict[str, int], source_names: dict[str, list[st
             )
         if s.quaternion and s.quaternion[1] > w:
             raise ConfigError(f"{group}.{s.key}: quaternion columns {list(s.quaternion)} exceed its width {w}")
+        if s.limits and len(s.limits) != w:
+            raise ConfigError(f"{group}.{s.key}.limits: {len(s.limits)} pair(s) for its {w} column(s)")
         if s.rotation_type and w != ROTATION_WIDTHS[s.rotation_type]:
             raise ConfigError(
                 f"{group}.{s.key}: rotation_type {s.rotation_type} needs a key of exactly "

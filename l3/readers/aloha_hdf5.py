@@ -231,7 +231,8 @@ class AlohaReader:
                     )
         if check_frames:
             read_all_frames(cameras)
-        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start : s.end])  # noqa: E731
+        # the columns as stored (no quaternion reorder), in the key's norm_mode
+        take = lambda s: s.take(arrays[s.source], s.quaternion_order)  # noqa: E731
         return Episode(
             length=T,
             state={s.key: take(s) for s in mapping.state},

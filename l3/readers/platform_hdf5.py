@@ -418,7 +418,8 @@ class PlatformReader:
         if any(k in used for k in calib):
             fields["camera_calibration"] = {k: v for k, v in calib.items() if k in used}
         fields["format"] = FORMAT
-        take = lambda s: np.ascontiguousarray(arrays[s.source][:, s.start : s.end])  # noqa: E731
+        # the columns as stored (no quaternion reorder), in the key's norm_mode
+        take = lambda s: s.take(arrays[s.source], s.quaternion_order)  # noqa: E731
         return Episode(
             length=T,
             state={s.key: take(s) for s in mapping.state},
