@@ -138,3 +138,49 @@ def state_only_config(tmp: str | Path, base: str | Path) -> Path:
     out = Path(tmp) / f"{Path(base).stem}_state_only.yaml"
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
+
+
+# --------------------------------------------------------------------------- the SO-101's lift task
+SO101_ENV_NAME = "L2-Lift-Cube-SO101-JointPos-Scripted"
+SO101_CAMERAS = ("front", "wrist")
+"""The camera obs terms of the SO-101's lift task (``config/so101_lift_cube.yaml`` maps both)."""
+SO101_LIMITS = np.array(
+    [[-1.9199, 1.9199], [-1.7453, 1.7453], [-1.6900, 1.6900], [-1.6581, 1.6581], [-2.7438, 2.8412], [-0.1745, 1.7453]]
+)
+"""Joint limits (rad) of shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, wrist_roll, gripper (docs/so101.md)."""
+SO101_SIM_ARGS = {"dt": 1 / 120, "decimation": 4, "render_interval": 4, "num_envs": 4}
+"""The SO-101 task's 30 Hz control rate."""
+SO101_FRAME = (224, 224)
+
+
+def make_so101_demo(
+    rng: np.random.Generator, T: int, *, success: bool = True, camera: bool = True, frame_size=SO101_FRAME
+) -> dict:
+    """One SO-101 lift episode as the task records it: ``actions`` (T, 6) absolute joint-position targets (rad),
+    ``obs/joint_pos`` (T, 6) within the joint limits, ``obs/joint_vel``, cameras ``obs/front`` and ``obs/wrist``."""
+    lo, hi = SO101_LIMITS[:, 0], SO101_LIMITS[:, 1]
+    joint_pos = rng.uniform(lo * 0.98, hi * 0.98, size=(T, 6)).astype(np.float32)
+    actions = np.clip(joint_pos + rng.normal(scale=0.05, size=(T, 6)), lo * 0.98, hi * 0.98).astype(np.float32)
+    obs = {
+        "joint_pos": joint_pos,
+        "joint_vel": rng.normal(size=(T, 6)).astype(np.float32),
+        "object_position": rng.normal(size=(T, 3)).astype(np.float32),
+    }
+    if camera:
+        h, w = frame_size
+        yy, xx = np.mgrid[0:h, 0:w]
+        for k, name in enumerate(SO101_CAMERAS):
+            frames = np.zeros((T, h, w, 3), dtype=np.uint8)
+            for t in range(T):
+                frames[t, :, :, 0] = (xx + t * 5 + 60 * k) % 256
+                frames[t, :, :, 1] = (yy + t * 2) % 256
+                frames[t, :, :, 2] = 128
+            obs[name] = frames
+    return {"actions": actions, "obs": obs, "attrs": {"num_samples": T, "success": success}}
+
+
+def make_so101_file(path: str | Path, n: int = 2, *, seed: int = 0, length: int = 10, **kw) -> Path:
+    """An SO-101 lift L2 file of ``n`` episodes of lengths length, length+1, ... (30 Hz)."""
+    rng = np.random.default_rng(seed)
+    demos = [make_so101_demo(rng, length + i, **kw) for i in range(n)]
+    return write_l2(path, demos, env_name=SO101_ENV_NAME, sim_args=SO101_SIM_ARGS)
