@@ -136,7 +136,7 @@ def test_bad_norm_config_is_one_line_naming_the_key(key, message):
     assert message in str(e.value), str(e.value)
 
 
-def test_limits_count_checked_against_the_source_width(tmp_path):
+def test_limits_count_checked_against_the_source_width(tmp_path, capsys):
     """Without a slice the key's width is known from the input: a wrong count is refused there, before writing."""
     f = make_so101_file(tmp_path / "scripted_so101.hdf5", 1, camera=False)
     cfg = tmp_path / "m.yaml"
@@ -146,7 +146,10 @@ def test_limits_count_checked_against_the_source_width(tmp_path):
         "action": {"a": {"from": "actions"}},
     }
     cfg.write_text(yaml.safe_dump(doc))
+    capsys.readouterr()
     assert main([str(f), "--config", str(cfg), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "state.q.limits: 5 pair(s) for its 6 column(s)" in err, err
     assert not (tmp_path / "out").exists()
 
 
