@@ -7,9 +7,13 @@ either (``gripper`` plus :data:`EE_OFFSET_POS`). docs/so101.md: the model, what 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import isaaclab.sim as sim_utils
 from isaaclab.actuators import ImplicitActuatorCfg
 from isaaclab.assets import ArticulationCfg
+from isaaclab.sim.spawners.from_files.from_files import spawn_from_usd
+from isaaclab.sim.utils.prims import clone
 from isaaclab.utils import configclass, replace
 from isaaclab_newton.sim.schemas import MujocoRigidBodyCfg, NewtonArticulationCfg
 from isaaclab_physx.sim.schemas import PhysxRigidBodyCfg
@@ -43,6 +47,57 @@ EE_PRIM_REGEX = "{ENV_REGEX_NS}/Robot/(Geometry/base/shoulder/upper_arm/lower_ar
 """The converted USD nests links under ``Geometry/base/shoulder/...``; the cloud one does not. Spelled out: a
 ``.*`` would also match the ``gripper`` joint prim under ``moving_jaw_so101_v1``."""
 
+LINK_PATHS = {
+    "gripper": "Geometry/base/shoulder/upper_arm/lower_arm/wrist/gripper",
+    "moving_jaw_so101_v1": "Geometry/base/shoulder/upper_arm/lower_arm/wrist/gripper/moving_jaw_so101_v1",
+}
+"""Where the offline USD puts the jaw links, below the robot's prim."""
+JAW_PAD_COLOR = (1.0, 0.82, 0.12)
+"""The MJCF's moving-jaw material: the pads look like part of the jaws."""
+JAW_PADS = {
+    "fixed_jaw_pad": ("gripper", (-0.00675, -0.0002, -0.0972), (0.0, 0.0, 0.0, 1.0), (0.0105, 0.016, 0.0144)),
+    "moving_jaw_pad": (
+        "moving_jaw_so101_v1",
+        (-0.01233, -0.07625, 0.0189),
+        (-0.68849, 0.1612, -0.1612, 0.68849),
+        (0.009, 0.012, 0.0144),
+    ),
+}
+"""Collision boxes on the two jaw tips, ``name: (link, pos [m], quat xyzw, size [m])`` in the link's frame: the MJCF's
+``fixed_jaw_pad`` and ``moving_jaw_pad``, parallel when the jaws are 40 mm apart. The build leaves them out of the
+USD (docs/so101.md); the spawn adds them. Without them a cube meets the jaws' convex hulls at one point each and
+pivots out of the grasp about the line through the two (``lerobot_env_so101``'s ``jaw_pads`` option, for the same
+reason)."""
+
+
+@clone
+def spawn_so101_with_jaw_pads(
+    prim_path: str,
+    cfg: So101UsdFileCfg,
+    translation: tuple[float, float, float] | None = None,
+    orientation: tuple[float, float, float, float] | None = None,
+    **kwargs,
+):
+    """:func:`~isaaclab.sim.spawners.from_files.spawn_from_usd`, then :data:`JAW_PADS` as colliders of their links."""
+    prim = spawn_from_usd.__wrapped__(prim_path, cfg, translation, orientation, **kwargs)
+    for name, (link, pos, quat, size) in cfg.jaw_pads.items():
+        pad = sim_utils.CuboidCfg(
+            size=size,
+            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=JAW_PAD_COLOR),
+        )
+        pad.func(f"{prim_path}/{LINK_PATHS[link]}/{name}", pad, translation=pos, orientation=quat)
+    return prim
+
+
+@configclass
+class So101UsdFileCfg(sim_utils.UsdFileCfg):
+    """The offline USD with collision pads on its jaw tips (:data:`JAW_PADS`)."""
+
+    func: Callable = spawn_so101_with_jaw_pads
+    jaw_pads: dict = JAW_PADS
+
+
 INIT_JOINT_POS = {
     "shoulder_pan": -0.1221070742,
     "shoulder_lift": -0.9066845838,
@@ -55,7 +110,7 @@ INIT_JOINT_POS = {
 
 SO101_OFFLINE_CFG = ArticulationCfg(
     prim_path="{ENV_REGEX_NS}/Robot",
-    spawn=sim_utils.UsdFileCfg(
+    spawn=So101UsdFileCfg(
         usd_path=str(so101_usd_path()),
         activate_contact_sensors=False,
         fix_root_link=None,  # the converted USD already fixes base to the world
@@ -67,6 +122,8 @@ SO101_OFFLINE_CFG = ArticulationCfg(
     init_state=ArticulationCfg.InitialStateCfg(joint_pos=INIT_JOINT_POS),
     # SO101_HIGH_PD_CFG's limits and stiffness with a quarter of its damping (80 takes 0.8 s to settle, 20 about
     # 0.25 s without overshoot: docs/so101.md); the armature is the MJCF's, the STS3215 servo's inertia at the joint.
+    # The gripper: the MJCF's servo gains and Isaac Lab's IK stack task's 1 N m effort limit (a real SO-101's
+    # gripper servo is torque-limited too): at 10 N m its spring squeezes the jaws centimetres into a held cube.
     actuators={
         "arm": ImplicitActuatorCfg(
             joint_names_expr=list(ARM_JOINTS),
@@ -78,7 +135,7 @@ SO101_OFFLINE_CFG = ArticulationCfg(
         ),
         "gripper": ImplicitActuatorCfg(
             joint_names_expr=[GRIPPER_JOINT],
-            joint_effort_limit=10.0,
+            joint_effort_limit=1.0,
             joint_velocity_limit=10.0,
             stiffness=17.8,
             damping=0.6,

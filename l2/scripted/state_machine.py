@@ -58,6 +58,10 @@ class PickAndLiftCfg:
     top_down: tuple[float, float, float, float] = TOP_DOWN
     """The end-effector frame's orientation (x, y, z, w; robot root frame) pointing down, before the yaw that
     follows the cube's: each robot's frame has its own."""
+    max_speed: float | None = None
+    """Fastest the commanded position moves (m/s), from where the end effector is at the first step after a reset;
+    None: each state's target at once. An arm that follows one IK step per control step (the SO-101's joint-position
+    action) overshoots a target that jumps by centimetres, and shakes a light cube out of its jaws."""
 
 
 def pick_and_lift_cfg(task: str, dt: float) -> PickAndLiftCfg:
@@ -88,6 +92,8 @@ class PickAndLiftStateMachine:
         """End-effector pose latched when closing the gripper (the lift keeps its x, y and orientation)."""
         self._top_down = torch.tensor(self.cfg.top_down, device=self.device).expand(num_envs, 4)
         self._z_axis = torch.tensor((0.0, 0.0, 1.0), device=self.device).expand(num_envs, 3)
+        self.commanded_pos = torch.full((num_envs, 3), math.nan, device=self.device)
+        """The last commanded position (:attr:`PickAndLiftCfg.max_speed`); NaN until the first step after a reset."""
 
     def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Restart the given envs (all when None) from REST; other envs are untouched."""
@@ -95,6 +101,7 @@ class PickAndLiftStateMachine:
         self.state[ids] = PickState.REST
         self.time_in_state[ids] = 0.0
         self.grasp_pose[ids] = 0.0
+        self.commanded_pos[ids] = math.nan
 
     def grasp_orientation(self, cube_quat: torch.Tensor) -> torch.Tensor:
         """Top-down orientation whose yaw follows the cube's, folded into [-45, 45] deg (the cube is square)."""
@@ -152,5 +159,17 @@ class PickAndLiftStateMachine:
         quat = torch.where(latched.unsqueeze(-1), self.grasp_pose[:, 3:], quat)
         lifting = s >= PickState.LIFT
         pos[:, 2] = torch.where(lifting, torch.full_like(pos[:, 2], cfg.lift_height), pos[:, 2])
+        if cfg.max_speed is not None:
+            pos = self._rate_limited(pos, ee_pos, cfg.max_speed * cfg.dt)
         gripper = torch.where(latched, GRIPPER_CLOSE, GRIPPER_OPEN).to(pos.dtype).unsqueeze(-1)
         return torch.cat([pos, quat, gripper], dim=-1)
+
+    def _rate_limited(self, target: torch.Tensor, ee_pos: torch.Tensor, max_step: float) -> torch.Tensor:
+        """``target`` reached from the last commanded position (the end effector's after a reset) by at most
+        ``max_step`` (m)."""
+        last = torch.where(self.commanded_pos.isnan(), ee_pos, self.commanded_pos)
+        step = target - last
+        norm = torch.linalg.vector_norm(step, dim=-1, keepdim=True)
+        pos = last + step * torch.clamp(max_step / norm.clamp(min=1e-9), max=1.0)
+        self.commanded_pos = pos
+        return pos

@@ -9,10 +9,12 @@ recordings' rate).
 
 from __future__ import annotations
 
+import isaaclab.sim as sim_utils
 from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
 from isaaclab.sensors import FrameTransformerCfg
 from isaaclab.sensors.frame_transformer.frame_transformer_cfg import OffsetCfg
 from isaaclab.utils import configclass
+from isaaclab_newton.sim.schemas import MujocoCollisionCfg
 from isaaclab_tasks.contrib.stack.config.so101.pose_ik_action import SO101PoseIKActionCfg
 from isaaclab_tasks.contrib.stack.config.so101.pose_ik_controller import SO101PoseIKControllerCfg
 
@@ -42,6 +44,11 @@ MIN_CUBE_GAP = 0.07
 """``presets=variety``: where its three cubes are drawn, pairwise this far apart (m)."""
 MAT_POS = (0.22, 0.0)
 MAT_SIZE = (0.3, 0.4, 0.002)
+CUBE_MASS = 0.03
+CUBE_CONTACT = MujocoCollisionCfg(solref=(0.01, 1.0), solimp=(0.99, 0.99, 0.001, 0.5, 2.0), priority=1)
+"""The cube's MuJoCo contacts, stiffer than MuJoCo's default (0.02 s; impedance 0.9-0.95) and taking precedence over
+what it touches: at the default, the jaws' grip (the 1 N m gripper) sinks about 5 mm into a 30 g cube and tips it
+in the grasp; here about 1 mm."""
 GRIPPER_OPEN = 1.0
 GRIPPER_CLOSED = 0.1
 """The jaw's targets (rad) for an open and a closed command: 1.0 opens about 8 cm, past a 3 cm cube's diagonal;
@@ -106,11 +113,13 @@ class So101LiftCubeEnvCfg(LiftCubeEnvCfg):
                 )
             ],
         )
-        scene.object = cube_cfg("Object", variety.PALETTE["red"], CUBE_START, size=CUBE_SIZE, mass=0.03)
+        scene.object = cube_cfg("Object", variety.PALETTE["red"], CUBE_START, size=CUBE_SIZE, mass=CUBE_MASS)
         for i, name in enumerate(("distractor_0", "distractor_1")):
-            getattr(scene, name).variety = cube_cfg(
-                f"Distractor{i}", (0.5, 0.5, 0.5), (0.22, 0.12 - 0.24 * i, CUBE_SIZE / 2), size=CUBE_SIZE, mass=0.03
-            )
+            pos = (0.22, 0.12 - 0.24 * i, CUBE_SIZE / 2)
+            grey = (0.5, 0.5, 0.5)
+            getattr(scene, name).variety = cube_cfg(f"Distractor{i}", grey, pos, size=CUBE_SIZE, mass=CUBE_MASS)
+        for cube in (scene.object, scene.distractor_0.variety, scene.distractor_1.variety):
+            cube.spawn.collision_props = [sim_utils.UsdPhysicsCollisionCfg(), CUBE_CONTACT]
         scene.mat.variety.init_state.pos = (*MAT_POS, 0.0005 - MAT_SIZE[2] / 2)
         scene.mat.variety.spawn.size = MAT_SIZE
         self.observations.cameras = cameras_obs_group(CamerasObsCfg())
