@@ -175,6 +175,7 @@ SCOPE_SECONDS = {
     "test_bench_smoke.py::test_benchmark_runs_and_prints_its_table[crash_campaign.py]": 80,
     "test_bench_smoke.py::test_benchmark_runs_and_prints_its_table[fault_campaign.py]": 60,
     "test_bench_smoke.py::test_benchmark_runs_and_prints_its_table[convert.py]": 55,
+    "test_l3_so101.py": 60,
     "test_inspect.py": 50,
 }
 """Seconds each unit of work took on one worker of a 2-core machine (the workers' timelines in the output of
