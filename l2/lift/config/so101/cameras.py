@@ -9,10 +9,11 @@ from isaaclab_tasks.utils import PresetCfg
 
 from l2.lift.camera_cfg import ImagesObsCfg, image, rgb_camera
 
-FRONT_EYE = (0.62, 0.0, 0.38)
-FRONT_TARGET = (0.2, 0.0, 0.06)
-"""The fixed camera, in the env frame (robot base at the origin): across the workspace from the arm, looking
-down at it and at the cube's reset area."""
+FRONT_EYE = (0.64, 0.0, 0.38)
+FRONT_TARGET = (0.12, 0.0, 0.13)
+"""The fixed camera, in the env frame (robot base at the origin): in front of the arm, facing it 26 deg downward,
+framed so the arm at its start pose (up to about 0.34 m high) and the cube's reset area (x 0.18-0.26 m, y +-0.07 m)
+fill the 224 x 224 image with a few pixels to spare (47 deg field of view)."""
 
 WRIST_EYE = (0.018, -0.065, -0.03)
 WRIST_TARGET = (0.018, 0.0, -0.115)
