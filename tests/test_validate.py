@@ -481,3 +481,22 @@ def test_in_memory_episode_matches_blockwise_episode(valid: Path, case: str, act
         assert want == []
     elif action_dim is not None:
         assert want, case  # every edit breaks a rule
+
+
+def test_joint_position_actions_are_checked_by_what_the_file_says_it_holds(tmp_path):
+    """A file whose env_args says ``action_space: joint_position`` (the SO-101's six joint targets) has actions of
+    its robot's width and no quaternion; one that says nothing holds the 8-wide IK-absolute pose."""
+    path = write_valid(tmp_path / "joints.hdf5")
+    with h5py.File(path, "r+") as f:
+        for demo in f["data"].values():
+            del demo["actions"]
+            demo["actions"] = np.full((int(demo.attrs["num_samples"]), 6), 0.3, dtype=np.float32)  # no unit quat
+    report = validate_file(path)
+    assert [v.message for v in report.violations] == ["actions width is 6; expected action_dim=8"] * 3
+    with h5py.File(path, "r+") as f:
+        f["data"].attrs["env_args"] = json.dumps({"env_name": ENV_NAME, "type": 2, "action_space": "joint_position"})
+    assert validate_file(path).ok
+    assert [v.message for v in validate_file(path, 7).violations][:1] == ["actions width is 6; expected action_dim=7"]
+    with h5py.File(path, "r+") as f:
+        f["data/demo_1/actions"][2, 4] = np.nan
+    assert [v.path for v in validate_file(path).violations] == ["/data/demo_1/actions"]  # still finite-checked

@@ -39,6 +39,11 @@ GRIPPER_SLICE = slice(7, 8)  # < 0 closes
 LIFT_ACTION_NAMES = ("x", "y", "z", "qx", "qy", "qz", "qw", "gripper")
 """Per-column names of the lift_cube action (the names L3's lift_cube mapping gives them too)."""
 QUAT_NORM_TOL = 1e-3
+ENV_ARGS_ACTION_SPACE = "action_space"
+"""Key of ``env_args`` saying what ``actions`` holds when it is not the IK-absolute pose above (a file without it
+holds that pose): :data:`JOINT_POSITION_ACTIONS`."""
+JOINT_POSITION_ACTIONS = "joint_position"
+"""``actions`` are the robot's absolute joint-position targets, one column per joint (e.g. the SO-101's six)."""
 
 # Observation terms every lift_cube source records (policy group, concatenate_terms=False).
 LIFT_OBS_TERMS = (

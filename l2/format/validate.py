@@ -43,8 +43,10 @@ from l2.format.schema import (
     ATTR_TOTAL,
     DATA_GROUP,
     EE_QUAT_SLICE,
+    ENV_ARGS_ACTION_SPACE,
     ENV_ARGS_TYPE,
     FORMAT_VERSION,
+    JOINT_POSITION_ACTIONS,
     LEGACY_EPISODES_GROUP,
     LIFT_ACTION_DIM,
     MASK_GROUP,
@@ -114,6 +116,10 @@ class FileReport:
 
 
 Report = Callable[[str, str], None]  # (hdf5 path, message)
+
+
+FROM_FILE = "from-file"
+"""``action_dim`` of :func:`validate_file`: what the file's ``env_args`` says its actions are."""
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -292,10 +298,12 @@ def _check_obs_term(name: str, term: Array, length: int | None, length_label: st
 
 # --------------------------------------------------------------------------------------------- file
 def validate_file(
-    path: str | os.PathLike, action_dim: int | None = LIFT_ACTION_DIM, expect_obs: Sequence[str] = ()
+    path: str | os.PathLike, action_dim: int | None | str = FROM_FILE, expect_obs: Sequence[str] = ()
 ) -> FileReport:
     """Check one L2 HDF5 file against every rule of the schema; never raises for bad input.
 
+    ``action_dim``: the width ``actions`` must have (None: any); :data:`FROM_FILE`: the IK-absolute pose's 8, with
+    unit quaternions, unless the file's ``env_args`` says its actions are joint positions (then any width).
     ``expect_obs``: obs terms every episode must have (e.g. the cameras ``table_cam``, ``wrist_cam``)."""
     file = os.fspath(path)
     report = FileReport(file)
@@ -357,6 +365,8 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expec
         warn(f"/{LEGACY_EPISODES_GROUP}", "abandoned episodes/ group ignored; episodes are read from data/demo_<i>")
 
     report.env_name = _check_env_args(data, bad, warn)
+    if action_dim == FROM_FILE:
+        action_dim = None if _action_space(data) == JOINT_POSITION_ACTIONS else LIFT_ACTION_DIM
 
     indexed = []
     for name in data:
@@ -430,6 +440,15 @@ def _check_masks(h5: h5py.File, demos: set[str], bad: Report) -> None:
             bad(path, "names a demo more than once")
 
 
+def _action_space(data: h5py.Group) -> str | None:
+    """``env_args``' action space (None when it has none, or cannot be read: :func:`_check_env_args` says why)."""
+    try:
+        env_args = parse_env_args(data.attrs.get(ATTR_ENV_ARGS))
+    except (ValueError, TypeError):
+        return None
+    return env_args.get(ENV_ARGS_ACTION_SPACE) if isinstance(env_args, dict) else None
+
+
 def _check_env_args(data: h5py.Group, bad: Report, warn: Report) -> str | None:
     """Check ``data.attrs["env_args"]``; return its env_name when it has a string one."""
     raw = data.attrs.get(ATTR_ENV_ARGS)
@@ -474,10 +493,11 @@ def _parser() -> Parser:
     parser.add_argument(
         "--action-dim",
         type=non_negative_int,
-        default=LIFT_ACTION_DIM,
+        default=None,
         metavar="N",
-        help=f"expected width of actions (default {LIFT_ACTION_DIM}: lift IK-abs pose xyz + quat xyzw + gripper); "
-        "the quaternion check on actions[:, 3:7] runs only when N >= 7; 0 skips both checks",
+        help=f"expected width of actions (default: {LIFT_ACTION_DIM}, the lift IK-abs pose xyz + quat xyzw + "
+        "gripper, or any for a file whose env_args says its actions are joint positions); the quaternion check on "
+        "actions[:, 3:7] runs only when N >= 7; 0 skips both checks",
     )
     parser.add_argument(
         "--expect-obs",
@@ -493,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     expect_obs = [t for t in args.expect_obs.split(",") if t]
     read_through_all(args.files)
-    reports = [validate_file(f, args.action_dim or None, expect_obs) for f in args.files]
+    action_dim = FROM_FILE if args.action_dim is None else (args.action_dim or None)
+    reports = [validate_file(f, action_dim, expect_obs) for f in args.files]
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2))
     else:

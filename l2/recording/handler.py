@@ -53,8 +53,11 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         max_successes: int | None = None,
         source: str | None = None,
         joins: str | None = None,
+        env_args: dict | None = None,
     ):
         super().__init__()
+        self.extra_env_args = dict(env_args or {})
+        """Added to the ``env_args`` Isaac Lab writes (what ``actions`` holds when not an end-effector pose)."""
         self.on_exists = on_exists
         self.max_successes = max_successes
         self.source = source
@@ -181,6 +184,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
 
     def add_env_args(self, env_args: dict):
         # Isaac Lab calls this before every export; written together with the episode (or not at all).
+        env_args = {**env_args, **self.extra_env_args}
         if self._defer_env_args:
             self._pending_env_args.update(env_args)
         else:
@@ -436,12 +440,29 @@ def configure_recording(
         if keep_failed
         else DatasetExportMode.EXPORT_SUCCEEDED_ONLY
     )
+    extra = {} if records_ee_poses(env_cfg, cfg) else {schema.ENV_ARGS_ACTION_SPACE: schema.JOINT_POSITION_ACTIONS}
     cfg.dataset_file_handler_class_type = functools.partial(
-        L2DatasetFileHandler, on_exists=on_exists, max_successes=max_successes, source=source, joins=joins
+        L2DatasetFileHandler,
+        on_exists=on_exists,
+        max_successes=max_successes,
+        source=source,
+        joins=joins,
+        env_args=extra,
     )
     env_cfg.recorders = cfg
     env_cfg.env_name = task  # RecorderManager writes it into data.attrs["env_args"]
     return output
+
+
+def records_ee_poses(env_cfg: ManagerBasedRLEnvCfg, recorders: RecorderManagerBaseCfg) -> bool:
+    """Whether the file's ``actions`` will be IK-absolute end-effector poses (the env's own action, or the pose a
+    recorder writes for it, ``recorders.records_ee_poses``) rather than joint-position targets."""
+    from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+
+    if getattr(recorders, "records_ee_poses", False):
+        return True
+    arm = env_cfg.actions.arm_action
+    return isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode
 
 
 def _pop_streamed(data: dict, prefix: str = "") -> dict[str, SpooledFrames]:

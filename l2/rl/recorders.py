@@ -8,6 +8,7 @@ scripted and teleop sources write; the raw policy action is kept as ``policy_act
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
@@ -136,6 +137,8 @@ class RawPolicyActionRecorderCfg(RecorderTermCfg):
 class RLRecorderManagerCfg(L2RecorderManagerCfg):
     """The L2 schema for PPO rollouts: the shared terms, with the state ``obs/<term>`` split from the flat policy
     vector and ``actions`` = the equivalent IK-absolute action; the policy's own action as ``policy_actions``."""
+
+    records_ee_poses: ClassVar[bool] = True  # not a term: l2.recording.handler.records_ee_poses reads it
 
     record_pre_step_actions = None
     record_pre_step_policy_observations = None

@@ -27,7 +27,7 @@ from l2.format import atomic, schema
 from l2.format.cli_args import Parser, existing_file, non_negative_int, output_file
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, describe_obs_layout
-from l2.format.validate import LIFT_ACTION_DIM, validate_file
+from l2.format.validate import FROM_FILE, LIFT_ACTION_DIM, validate_file
 
 ATTR_SOURCE = schema.ATTR_SOURCE
 """Per-demo attribute written by the merge: the L2 source tag of the file the demo came from."""
@@ -126,7 +126,7 @@ def merge(
     *,
     overwrite: bool = False,
     env_name: str | None = None,
-    action_dim: int | None = LIFT_ACTION_DIM,
+    action_dim: int | None | str = FROM_FILE,
     progress: bool = False,
     provenance: bool = True,
     env_args: dict | None = None,
@@ -233,10 +233,10 @@ def _parser() -> Parser:
     p.add_argument(
         "--action-dim",
         type=non_negative_int,
-        default=LIFT_ACTION_DIM,
+        default=None,
         metavar="N",
-        help=f"expected action width when validating the inputs (default {LIFT_ACTION_DIM}; 0 skips the "
-        "width and quaternion checks), as python -m l2.format.validate",
+        help=f"expected action width when validating the inputs (default: {LIFT_ACTION_DIM}, or any for files of "
+        "joint-position actions; 0 skips the width and quaternion checks), as python -m l2.format.validate",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     return p
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.output,
                 overwrite=args.overwrite,
                 env_name=args.env_name,
-                action_dim=args.action_dim or None,
+                action_dim=FROM_FILE if args.action_dim is None else (args.action_dim or None),
                 progress=not args.quiet and sys.stderr.isatty(),
             )
     except KeyboardInterrupt:

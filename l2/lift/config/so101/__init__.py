@@ -13,7 +13,7 @@ _EXPERT = {"pick_and_lift_cfg_entry_point": f"{__name__}.expert:SO101_PICK_AND_L
 for task_id, cfg, extra in (
     (TASK_ID, f"{_CFG}:So101LiftCubeEnvCfg", _EXPERT),
     (f"{TASK_ID}-Scripted", f"{_CFG}:So101ScriptedLiftCubeEnvCfg", _EXPERT),
-    (f"{TASK_ID}-Teleop", f"{_CFG}:So101TeleopLiftCubeEnvCfg", {}),
+    (f"{TASK_ID}-Teleop", f"{_CFG}:So101TeleopLiftCubeEnvCfg", _EXPERT),  # the leader-arm trace maker drives it
 ):
     gym.register(
         id=task_id,
