@@ -59,9 +59,10 @@ class PickAndLiftCfg:
     """The end-effector frame's orientation (x, y, z, w; robot root frame) pointing down, before the yaw that
     follows the cube's: each robot's frame has its own."""
     max_speed: float | None = None
-    """Fastest the commanded position moves (m/s), from where the end effector is at the first step after a reset;
-    None: each state's target at once. An arm that follows one IK step per control step (the SO-101's joint-position
-    action) overshoots a target that jumps by centimetres, and shakes a light cube out of its jaws."""
+    """Fastest the commanded position moves (m/s) from DESCEND on (descent, grasp, lift), starting where the end
+    effector is when DESCEND begins; None: each state's target at once. An arm that follows one IK step per control
+    step (the SO-101's joint-position action) overshoots a target that jumps by centimetres, and shakes a light cube
+    out of its jaws. The approach is not limited: the IK brings position and orientation to the cube together."""
 
 
 def pick_and_lift_cfg(task: str, dt: float) -> PickAndLiftCfg:
@@ -93,7 +94,7 @@ class PickAndLiftStateMachine:
         self._top_down = torch.tensor(self.cfg.top_down, device=self.device).expand(num_envs, 4)
         self._z_axis = torch.tensor((0.0, 0.0, 1.0), device=self.device).expand(num_envs, 3)
         self.commanded_pos = torch.full((num_envs, 3), math.nan, device=self.device)
-        """The last commanded position (:attr:`PickAndLiftCfg.max_speed`); NaN until the first step after a reset."""
+        """The last commanded position (:attr:`PickAndLiftCfg.max_speed`); NaN before DESCEND."""
 
     def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Restart the given envs (all when None) from REST; other envs are untouched."""
@@ -160,16 +161,19 @@ class PickAndLiftStateMachine:
         lifting = s >= PickState.LIFT
         pos[:, 2] = torch.where(lifting, torch.full_like(pos[:, 2], cfg.lift_height), pos[:, 2])
         if cfg.max_speed is not None:
-            pos = self._rate_limited(pos, ee_pos, cfg.max_speed * cfg.dt)
+            pos = self._rate_limited(pos, ee_pos, cfg.max_speed * cfg.dt, s >= PickState.DESCEND)
         gripper = torch.where(latched, GRIPPER_CLOSE, GRIPPER_OPEN).to(pos.dtype).unsqueeze(-1)
         return torch.cat([pos, quat, gripper], dim=-1)
 
-    def _rate_limited(self, target: torch.Tensor, ee_pos: torch.Tensor, max_step: float) -> torch.Tensor:
-        """``target`` reached from the last commanded position (the end effector's after a reset) by at most
-        ``max_step`` (m)."""
+    def _rate_limited(
+        self, target: torch.Tensor, ee_pos: torch.Tensor, max_step: float, active: torch.Tensor
+    ) -> torch.Tensor:
+        """``target`` where ``active`` is False; elsewhere reached from the last commanded position (the end
+        effector's on the first active step) by at most ``max_step`` (m)."""
         last = torch.where(self.commanded_pos.isnan(), ee_pos, self.commanded_pos)
         step = target - last
         norm = torch.linalg.vector_norm(step, dim=-1, keepdim=True)
-        pos = last + step * torch.clamp(max_step / norm.clamp(min=1e-9), max=1.0)
-        self.commanded_pos = pos
-        return pos
+        limited = last + step * torch.clamp(max_step / norm.clamp(min=1e-9), max=1.0)
+        active = active.unsqueeze(-1)
+        self.commanded_pos = torch.where(active, limited, math.nan)
+        return torch.where(active, limited, target)
