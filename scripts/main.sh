@@ -7,6 +7,12 @@
 #   SCENE=plain scripts/main.sh          # the plain scene: one red cube, one instruction
 #   NUM_DEMOS=16 NUM_ENVS=8 scripts/main.sh
 #   RL_DEMOS=4 RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
+#   ROBOT=so101 scripts/main.sh          # the SO-101 (docs/so101.md): its files are <source>_<task>_so101.hdf5
+#
+# ROBOT=so101 collects scripted demos and a leader-arm teleop session (config/teleop/so101_*), converts them with
+# config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys) and evaluates in
+# closed loop the converted dataset's own actions served over GR00T's policy protocol; it has no shipped RL or BC
+# policy yet, so it skips their rollouts and evaluations.
 #
 # SCENE=variety (the default, presets=variety) draws per episode three cubes of distinct colors, the target and
 # an instruction that names it, the mat, the robot's shade and the table camera's pose; its files are named
@@ -31,6 +37,16 @@ case "${SCENE:-variety}" in
            RL_POLICY="${RL_CHECKPOINT:-l2/rl/checkpoints/lift_cube_ppo/model.pt}" ;;
   *) echo "error: SCENE=${SCENE}: choose variety or plain" >&2; exit 2 ;;
 esac
+MAPPING=config/lift_cube.yaml
+CAMERAS="table_cam,wrist_cam"
+GYM_TASK=(); TELEOP_TASK=()
+case "${ROBOT:-franka}" in
+  franka) ;;
+  so101)  TASK="${TASK/lift_cube/lift_cube_so101}"; MAPPING=config/so101_lift_cube.yaml; CAMERAS="front,wrist"
+          GYM_TASK=(--task L2-Lift-Cube-SO101-JointPos-Scripted); TELEOP_TASK=(--task L2-Lift-Cube-SO101-JointPos-Teleop)
+          TRACE="config/teleop/so101_$(basename "${TRACE/_trace/_leader_trace}")" ;;
+  *) echo "error: ROBOT=${ROBOT}: choose franka or so101" >&2; exit 2 ;;
+esac
 DEMOS="data/demos/scripted_$TASK.hdf5"
 TELEOP="data/demos/teleop_$TASK.hdf5"
 RL="data/demos/rl_$TASK.hdf5"
@@ -39,13 +55,12 @@ REPORTS="outputs/reports"
 EVAL="outputs/eval"
 BC_MODEL="l2/bc/checkpoints/lift_cube_bc/model.pth"
 BC_PORT="${BC_PORT:-5557}"
-CAMERAS="table_cam,wrist_cam"
 start=$(date +%s)
 
 # Demos recorded before the cameras existed, or before every source recorded the cube's orientation and the
 # end-effector pose (what state policies need; RL demos older than that also hold the pose reached, not
 # commanded), cannot share a file or a dataset with new demos: such files are moved aside, never appended to.
-for f in "$DEMOS" "$TELEOP" "$RL"; do
+for f in "$DEMOS" "$TELEOP" $([ "${ROBOT:-franka}" = franka ] && echo "$RL"); do
   [ -f "$f" ] || continue
   expect="$CAMERAS,object_orientation,ee_position,ee_orientation$SCENE_OBS"
   if ! "$PY" -m l2.format.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
@@ -60,16 +75,20 @@ done
 
 echo "== 1/6 collect: scripted pick-and-lift with two cameras, kit-less Newton on the CPU, one collector process per"
 echo "   core (--workers auto; scene: ${SCENE:-variety})"
-"$PY" l2/scripted/run.py --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" --output "$DEMOS" \
+"$PY" l2/scripted/run.py "${GYM_TASK[@]}" --num_envs "${NUM_ENVS:-4}" --num_demos "${NUM_DEMOS:-4}" --output "$DEMOS" \
   $([ -f "$DEMOS" ] && echo --append) $PRESETS
 
 if [ ! -f "$TELEOP" ]; then
   echo "== 1b/6 collect: a teleop session replayed from the shipped device trace (first run only)"
-  "$PY" l2/teleop/run.py --teleop_device replay --trace "$TRACE" --num_demos 1 --output "$TELEOP"
+  "$PY" l2/teleop/run.py "${TELEOP_TASK[@]}" --teleop_device replay --trace "$TRACE" --num_demos 1 --output "$TELEOP"
 fi
-echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
-"$PY" l2/rl/rollout.py --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
-  --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
+if [ "${ROBOT:-franka}" = franka ]; then
+  echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
+  "$PY" l2/rl/rollout.py --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
+    --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
+else
+  echo "== 1c/6 collect: no shipped RL policy for the ${ROBOT} yet: no rollouts"
+fi
 
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.format.validate data/demos/*_"$TASK".hdf5 --expect-obs "$CAMERAS$SCENE_OBS"
@@ -79,22 +98,29 @@ n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))"
 "$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}"
 
 echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
-"$PY" l3/convert.py data/demos/*_"$TASK".hdf5 --config config/lift_cube.yaml --output "$GR00T" --overwrite
+"$PY" l3/convert.py data/demos/*_"$TASK".hdf5 --config "$MAPPING" --output "$GR00T" --overwrite
 
 echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
 
-echo "== 5/6 evaluate in closed loop: the scene's shipped RL policy (in-process) and the shipped BC policy (robomimic,"
-echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
 mkdir -p "$EVAL"
-"$PY" -m l2.evaluate --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 --report "$EVAL/rl.json" $PRESETS
-RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
-"$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-"$PY" -m l2.evaluate --policy "server:127.0.0.1:$BC_PORT" --config config/robomimic/lift_cube_lowdim.yaml \
-  --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
-kill "$server" 2>/dev/null || true
+if [ "${ROBOT:-franka}" = franka ]; then
+  echo "== 5/6 evaluate in closed loop: the scene's shipped RL policy (in-process) and the shipped BC policy (robomimic,"
+  echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
+  "$PY" -m l2.evaluate --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 --report "$EVAL/rl.json" $PRESETS
+  RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
+  "$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
+  server=$!
+  trap 'kill "$server" 2>/dev/null || true' EXIT
+  "$PY" -m l2.evaluate --policy "server:127.0.0.1:$BC_PORT" --config config/robomimic/lift_cube_lowdim.yaml \
+    --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
+  kill "$server" 2>/dev/null || true
+else
+  echo "== 5/6 evaluate in closed loop: this run's scripted demos, converted, served back over GR00T's policy-server"
+  echo "   protocol (their actions in so101_follower units, turned back into joint targets) from their initial states"
+  "$PY" -m l2.evaluate --policy "replay:$GR00T" --reset-from "$DEMOS" --episodes "${NUM_DEMOS:-4}" \
+    --num_envs "${NUM_ENVS:-4}" --task L2-Lift-Cube-SO101-JointPos --config "$MAPPING" --report "$EVAL/replay.json" $PRESETS
+fi
 
 echo "== 6/6 inspection reports: what was collected and what GR00T will read, as HTML pages"
 "$PY" -m l2.tools.inspect_demos data/demos/*_"$TASK".hdf5 --output "$REPORTS/${TASK}_demos.html" --overwrite --quiet
@@ -105,7 +131,11 @@ echo "main job done in $(( $(date +%s) - start )) s"
 echo "  demos (L2 HDF5):        $(ls -d "$REPO"/data/demos/*_"$TASK".hdf5 | tr '\n' ' ')"
 echo "  GR00T LeRobot dataset:  $REPO/$GR00T ($(find "$GR00T/videos" -name '*.mp4' | wc -l) videos)"
 rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["successes"], r["episodes"], sep="/")' "$1"; }
-echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
+if [ "${ROBOT:-franka}" = franka ]; then
+  echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
+else
+  echo "  closed loop:            the dataset replayed over GR00T's protocol: $(rate "$EVAL/replay.json") episodes lifted ($REPO/$EVAL/)"
+fi
 echo "  instructions:           $("$PY" -c 'import json, sys; print(len({t for line in open(sys.argv[1]) for t in json.loads(line)["tasks"]}))' "$GR00T/meta/episodes.jsonl") distinct, the episodes' tasks in $GR00T/meta/episodes.jsonl"
 echo "  reports (open in a browser): $REPO/$REPORTS/${TASK}_demos.html, $REPO/$REPORTS/${TASK}_gr00t.html"
 echo "  see what the cameras saw: $PY -m l2.tools.frame_strip $DEMOS --first-frames 8 --output first_frames.png"
