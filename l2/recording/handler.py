@@ -456,10 +456,11 @@ def configure_recording(
 
 def records_ee_poses(env_cfg: ManagerBasedRLEnvCfg, recorders: RecorderManagerBaseCfg) -> bool:
     """Whether the file's ``actions`` will be IK-absolute end-effector poses (the env's own action, or the pose a
-    recorder writes for it, ``recorders.records_ee_poses``) rather than joint-position targets."""
+    recorder term writes for it, one whose class says ``records_ee_poses``) rather than joint-position targets."""
     from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
 
-    if getattr(recorders, "records_ee_poses", False):
+    terms = (getattr(term, "class_type", None) for term in vars(recorders).values())
+    if any(getattr(cls, "records_ee_poses", False) for cls in terms):
         return True
     arm = env_cfg.actions.arm_action
     return isinstance(arm, DifferentialInverseKinematicsActionCfg) and not arm.controller.use_relative_mode

@@ -8,7 +8,6 @@ scripted and teleop sources write; the raw policy action is kept as ``policy_act
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import torch
 from isaaclab.managers import RecorderTerm, RecorderTermCfg
@@ -76,6 +75,9 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
     differential-IK term (the cfg's ``ik_arm_action``), built beside the env's own terms and never applied.
     """
 
+    records_ee_poses = True
+    """Its ``actions`` are end-effector poses whatever the env acts in (``l2.recording.handler.records_ee_poses``)."""
+
     def __init__(self, cfg: RecorderTermCfg, env):
         super().__init__(cfg, env)
         self._ik = None  # built on the first record: the recorder manager comes before the action manager
@@ -137,8 +139,6 @@ class RawPolicyActionRecorderCfg(RecorderTermCfg):
 class RLRecorderManagerCfg(L2RecorderManagerCfg):
     """The L2 schema for PPO rollouts: the shared terms, with the state ``obs/<term>`` split from the flat policy
     vector and ``actions`` = the equivalent IK-absolute action; the policy's own action as ``policy_actions``."""
-
-    records_ee_poses: ClassVar[bool] = True  # not a term: l2.recording.handler.records_ee_poses reads it
 
     record_pre_step_actions = None
     record_pre_step_policy_observations = None
