@@ -95,7 +95,8 @@ echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
 
 echo "== 2b/6 replay this run's scripted demos from their initial states (do their successes reproduce?)"
 n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
-"$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}"
+"$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}" \
+  $([ "${ROBOT:-franka}" = so101 ] && echo --min-rate 0.5)  # docs/so101.md: an SO-101 replay can lift a step late
 
 echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
 "$PY" l3/convert.py data/demos/*_"$TASK".hdf5 --config "$MAPPING" --output "$GR00T" --overwrite
