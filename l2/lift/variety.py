@@ -203,7 +203,9 @@ class randomize_scene(ManagerTermBase):
         )
 
 
-def _layout(cube_area: dict[str, tuple[float, float]], min_cube_gap: float) -> list[list[float]]:
+def _layout(
+    cube_area: dict[str, tuple[float, float]] = CUBE_AREA, min_cube_gap: float = MIN_CUBE_GAP
+) -> list[list[float]]:
     """Three cube centers in ``cube_area``, pairwise at least ``min_cube_gap`` apart (rejection draws)."""
     (x0, x1), (y0, y1) = cube_area["x"], cube_area["y"]
     while True:
