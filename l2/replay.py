@@ -193,7 +193,6 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     import gymnasium as gym
     from isaaclab_tasks.utils import load_cfg_from_registry
 
-    from l2.lift.variants import RLVariantCfg
     from l2.recording import sim
 
     sim.register_tasks()
@@ -204,6 +203,8 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
             f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
             "this package: cannot rebuild its env"
         )
+    from l2.lift.variants import RLVariantCfg  # Isaac Lab, after the refusal: a refused file prints one line only
+
     cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
     return sim.DEFAULT_TASK if isinstance(cfg, RLVariantCfg) else env_name
 
