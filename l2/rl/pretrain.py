@@ -150,7 +150,7 @@ def pretrain(args: argparse.Namespace) -> int:
         vec_env = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
         runner = create_rsl_rl_runner(vec_env, agent_cfg, log_dir=None)
         actor = runner.alg.actor
-        expert = JointSpaceExpert(env)
+        expert = JointSpaceExpert(env, args.task)
         last_action = _term_columns(env_layout(env)["observation"], "actions")
         obs = vec_env.get_observations()
         expert_acts = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)

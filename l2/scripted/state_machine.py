@@ -63,6 +63,27 @@ class PickAndLiftCfg:
     effector is when DESCEND begins; None: each state's target at once. An arm that follows one IK step per control
     step (the SO-101's joint-position action) overshoots a target that jumps by centimetres, and shakes a light cube
     out of its jaws. The approach is not limited: the IK brings position and orientation to the cube together."""
+    holding_gripper: tuple[float, float] = (0.02, 0.05)
+    """The gripper joints' positions (summed; m or rad) of a gripper closed on the cube: below, closed on nothing.
+    The reactive expert (``l2/rl/expert.py``), which has no memory of its phase, reads the grasp from them."""
+    open_gripper: float = 0.075
+    """The gripper joints' positions (summed) below which a gripper is no longer open (closing or closed)."""
+    holding_distance: float = 0.045
+    """End-effector point to cube centre (m) within which a gripper closed on the cube holds it."""
+    descend_xy_range: float = 0.015
+    """The reactive expert lowers the end effector from ``approach_height`` to ``grasp_height`` as its horizontal
+    distance to the cube shrinks over this range (m) down to 5 mm."""
+    reactive_lift_speed: float | None = None
+    """Fastest the reactive expert's target moves (m/s) while it holds the cube; None: :attr:`max_speed`. The
+    scripted source lifts at ``max_speed`` and its replays rely on that pace; a policy imitating the reactive expert
+    drops fewer cubes when the lift it learns is short and brisk."""
+
+
+def step_toward(start: torch.Tensor, target: torch.Tensor, max_step: float | torch.Tensor) -> torch.Tensor:
+    """Positions ``(N, 3)`` from ``start`` toward ``target``, at most ``max_step`` away (m; or per row, ``(N, 1)``)."""
+    step = target - start
+    norm = torch.linalg.vector_norm(step, dim=-1, keepdim=True)
+    return start + step * torch.clamp(max_step / norm.clamp(min=1e-9), max=1.0)
 
 
 def pick_and_lift_cfg(task: str, dt: float) -> PickAndLiftCfg:
@@ -170,10 +191,7 @@ class PickAndLiftStateMachine:
     ) -> torch.Tensor:
         """``target`` where ``active`` is False; elsewhere reached from the last commanded position (the end
         effector's on the first active step) by at most ``max_step`` (m)."""
-        last = torch.where(self.commanded_pos.isnan(), ee_pos, self.commanded_pos)
-        step = target - last
-        norm = torch.linalg.vector_norm(step, dim=-1, keepdim=True)
-        limited = last + step * torch.clamp(max_step / norm.clamp(min=1e-9), max=1.0)
+        limited = step_toward(torch.where(self.commanded_pos.isnan(), ee_pos, self.commanded_pos), target, max_step)
         active = active.unsqueeze(-1)
         self.commanded_pos = torch.where(active, limited, math.nan)
         return torch.where(active, limited, target)
