@@ -73,11 +73,7 @@ class PolicySpec:
 
 
 def parse_policy(text: str | None) -> PolicySpec:
-    """``rsl_rl:PATH``, ``server:HOST:PORT`` or ``replay:DATASET``; None is the shipped PPO policy."""
-    from l2.rl.checkpoint import SHIPPED_MODEL
-
-    if text is None:
-        return PolicySpec("rsl_rl", str(SHIPPED_MODEL))
+    """``rsl_rl:PATH``, ``server:HOST:PORT`` or ``replay:DATASET``."""
     kind, _, target = text.partition(":")
     if kind not in ("rsl_rl", "server", "replay") or not target:
         raise argparse.ArgumentTypeError(f"--policy {text!r}: expected rsl_rl:PATH, server:HOST:PORT or replay:DATASET")
@@ -463,9 +459,9 @@ def evaluate(args: argparse.Namespace) -> int:
 
         recorders = None
         if spec.kind == "rsl_rl":
-            from l2.rl.recorders import RLRecorderManagerCfg
+            from l2.rl.recorders import rl_recorders
 
-            recorders = RLRecorderManagerCfg()
+            recorders = rl_recorders(env_cfg)
         try:
             output = configure_recording(
                 env_cfg,
@@ -694,10 +690,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     group.add_argument(
         "--policy",
         type=parse_policy,
-        default=parse_policy(None),
+        default=None,
         metavar="SPEC",
         help="rsl_rl:PATH (an rsl_rl checkpoint), server:HOST:PORT (a GR00T policy server) or "
-        "replay:DATASET (a GR00T LeRobot dataset's actions) (default: the shipped PPO policy)",
+        "replay:DATASET (a GR00T LeRobot dataset's actions) (default: the task's shipped PPO policy)",
     )
     group.add_argument(
         "--config",
@@ -802,7 +798,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--first-episode", type=int, default=0, help=argparse.SUPPRESS)  # a worker's share
     parser.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)
-    return cli.parse(parser, argv)
+    args = cli.parse(parser, argv)
+    if args.policy is None:
+        from l2.rl.checkpoint import shipped_model
+        from l2.rl.train import DEFAULT_TASK as RL_TASK
+
+        args.policy = PolicySpec("rsl_rl", str(shipped_model(args.task or RL_TASK)))
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,11 +187,11 @@ def read_demos(
 # ------------------------------------------------------------------------------------------- the env
 def replay_task(env_name: str, path: str | Path = "") -> str:
     """The gym id to replay a file of ``env_name`` in: that task, whose action the file records, except for an RL
-    variant, whose files hold the IK-absolute equivalent of its actions as ``actions``: the Franka's base task.
+    variant, whose files hold what its robot's other sources record as ``actions`` (the IK-absolute pose on the
+    Franka, the joint targets on the SO-101): the task its registration names as ``demo_task``.
 
     Raises :class:`ReplayError` for a task that is not one of ours."""
     import gymnasium as gym
-    from isaaclab_tasks.utils import load_cfg_from_registry
 
     from l2.recording import sim
 
@@ -203,10 +203,7 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
             f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
             "this package: cannot rebuild its env"
         )
-    from l2.lift.variants import RLVariantCfg  # Isaac Lab, after the refusal: a refused file prints one line only
-
-    cfg = load_cfg_from_registry(env_name, "env_cfg_entry_point")
-    return sim.DEFAULT_TASK if isinstance(cfg, RLVariantCfg) else env_name
+    return spec.kwargs.get("demo_task", env_name)
 
 
 def replay_env_cfg(

@@ -10,9 +10,9 @@
 #   ROBOT=so101 scripts/main.sh          # the SO-101 (docs/so101.md): its files are <source>_<task>_so101.hdf5
 #
 # ROBOT=so101 collects scripted demos and a leader-arm teleop session (config/teleop/so101_*), converts them with
-# config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys) and evaluates in
-# closed loop the converted dataset's own actions served over GR00T's policy protocol; it has no shipped RL or BC
-# policy yet, so it skips their rollouts and evaluations.
+# config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out and
+# evaluates its shipped RL policy (l2/lift/config/so101/policies/rl) and evaluates in closed loop the converted
+# dataset's own actions served over GR00T's policy protocol; it has no shipped BC policy yet.
 #
 # SCENE=variety (the default, presets=variety) draws per episode three cubes of distinct colors, the target and
 # an instruction that names it, the mat, the robot's shade and the table camera's pose; its files are named
@@ -39,11 +39,12 @@ case "${SCENE:-variety}" in
 esac
 MAPPING=config/lift_cube.yaml
 CAMERAS="table_cam,wrist_cam"
-GYM_TASK=(); TELEOP_TASK=()
+GYM_TASK=(); TELEOP_TASK=(); RL_TASK=()
 case "${ROBOT:-franka}" in
   franka) ;;
   so101)  TASK="${TASK/lift_cube/lift_cube_so101}"; MAPPING=config/so101_lift_cube.yaml; CAMERAS="front,wrist"
           GYM_TASK=(--task L2-Lift-Cube-SO101-JointPos-Scripted); TELEOP_TASK=(--task L2-Lift-Cube-SO101-JointPos-Teleop)
+          RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel); RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/so101/policies/rl/model.pt}"
           TRACE="config/teleop/so101_$(basename "${TRACE/_trace/_leader_trace}")" ;;
   *) echo "error: ROBOT=${ROBOT}: choose franka or so101" >&2; exit 2 ;;
 esac
@@ -60,7 +61,7 @@ start=$(date +%s)
 # Demos recorded before the cameras existed, or before every source recorded the cube's orientation and the
 # end-effector pose (what state policies need; RL demos older than that also hold the pose reached, not
 # commanded), cannot share a file or a dataset with new demos: such files are moved aside, never appended to.
-for f in "$DEMOS" "$TELEOP" $([ "${ROBOT:-franka}" = franka ] && echo "$RL"); do
+for f in "$DEMOS" "$TELEOP" "$RL"; do
   [ -f "$f" ] || continue
   expect="$CAMERAS,object_orientation,ee_position,ee_orientation$SCENE_OBS"
   if ! "$PY" -m l2.format.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
@@ -82,13 +83,9 @@ if [ ! -f "$TELEOP" ]; then
   echo "== 1b/6 collect: a teleop session replayed from the shipped device trace (first run only)"
   "$PY" l2/teleop/run.py "${TELEOP_TASK[@]}" --teleop_device replay --trace "$TRACE" --num_demos 1 --output "$TELEOP"
 fi
-if [ "${ROBOT:-franka}" = franka ]; then
-  echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
-  "$PY" l2/rl/rollout.py --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
-    --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
-else
-  echo "== 1c/6 collect: no shipped RL policy for the ${ROBOT} yet: no rollouts"
-fi
+echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
+"$PY" l2/rl/rollout.py "${RL_TASK[@]}" --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
+  --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
 
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.format.validate data/demos/*_"$TASK".hdf5 --expect-obs "$CAMERAS$SCENE_OBS"
@@ -117,7 +114,10 @@ if [ "${ROBOT:-franka}" = franka ]; then
     --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
   kill "$server" 2>/dev/null || true
 else
-  echo "== 5/6 evaluate in closed loop: this run's scripted demos, converted, served back over GR00T's policy-server"
+  echo "== 5/6 evaluate in closed loop: the shipped RL policy (in-process), 16 episodes on this scene, state only"
+  "$PY" -m l2.evaluate "${RL_TASK[@]}" --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 \
+    --report "$EVAL/rl.json" $PRESETS
+  echo "   and this run's scripted demos, converted, served back over GR00T's policy-server"
   echo "   protocol (their actions in so101_follower units, turned back into joint targets) from their initial states"
   "$PY" -m l2.evaluate --policy "replay:$GR00T" --reset-from "$DEMOS" --episodes "${NUM_DEMOS:-4}" \
     --num_envs "${NUM_ENVS:-4}" --task L2-Lift-Cube-SO101-JointPos --config "$MAPPING" --report "$EVAL/replay.json" $PRESETS
@@ -135,7 +135,7 @@ rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["
 if [ "${ROBOT:-franka}" = franka ]; then
   echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 else
-  echo "  closed loop:            the dataset replayed over GR00T's protocol: $(rate "$EVAL/replay.json") episodes lifted ($REPO/$EVAL/)"
+  echo "  closed loop:            RL $(rate "$EVAL/rl.json"), the dataset replayed over GR00T's protocol $(rate "$EVAL/replay.json") episodes lifted ($REPO/$EVAL/)"
 fi
 echo "  instructions:           $("$PY" -c 'import json, sys; print(len({t for line in open(sys.argv[1]) for t in json.loads(line)["tasks"]}))' "$GR00T/meta/episodes.jsonl") distinct, the episodes' tasks in $GR00T/meta/episodes.jsonl"
 echo "  reports (open in a browser): $REPO/$REPORTS/${TASK}_demos.html, $REPO/$REPORTS/${TASK}_gr00t.html"

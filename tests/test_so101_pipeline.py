@@ -1,7 +1,8 @@
 """The SO-101 through the pipeline on the real simulator (kit-less, CPU): scripted demos with both cameras, replayed
-by ``l2.replay``; converted with ``config/so101_lift_cube.yaml`` (LeRobot ``so101_follower`` names and units, GR00T
-``so100_dualcam`` keys); the dataset's actions served back over GR00T's policy protocol (``l2.evaluate --policy
-replay:``), turned back into joint targets in radians, lift the cube again."""
+by ``l2.replay``; the shipped RL policy's rollouts, which record the six joint targets as the scripted demos do;
+converted with ``config/so101_lift_cube.yaml`` (LeRobot ``so101_follower`` names and units, GR00T ``so100_dualcam``
+keys); the dataset's actions served back over GR00T's policy protocol (``l2.evaluate --policy replay:``), turned back
+into joint targets in radians, lift the cube again."""
 
 from __future__ import annotations
 
@@ -87,3 +88,38 @@ def test_the_datasets_actions_served_over_the_gr00t_protocol_lift_the_cube_again
         "--config", str(CONFIG), "--episodes", str(DEMOS), "--num_envs", str(DEMOS),
     )  # fmt: skip
     assert _count("success rate", proc.stdout) >= 1, proc.stdout[-2000:]
+
+
+@pytest.fixture(scope="module")
+def rl_demos(tmp_path_factory):
+    """Two rollouts of the shipped SO-101 RL policy (the default of ``--task ...-Rel``), both cameras."""
+    out = tmp_path_factory.mktemp("so101_rl") / "rl_lift_cube_so101.hdf5"
+    proc = _run("l2/rl/rollout.py", "--task", f"{TASK}-Rel", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
+                "--max_attempts", str(2 * DEMOS), "--workers", "1", "--seed", "0", "--output", str(out))  # fmt: skip
+    assert "validator        valid" in proc.stdout
+    return out
+
+
+def test_rl_rollouts_record_the_six_joint_targets_and_both_cameras(rl_demos):
+    import h5py
+
+    with h5py.File(rl_demos, "r") as f:
+        env_args = json.loads(f["data"].attrs["env_args"])
+        assert (env_args["env_name"], env_args["action_space"]) == (f"{TASK}-Rel", "joint_position")
+        demo = f["data/demo_0"]
+        T = demo.attrs["num_samples"]
+        assert demo.attrs["success"]
+        for cam in ("front", "wrist"):
+            assert demo[f"obs/{cam}"].shape[:1] == (T,) and demo[f"obs/{cam}"].dtype == np.uint8
+        actions, policy = demo["actions"][()], demo["policy_actions"][()]
+        joints = demo["obs/joint_pos"][()]
+    assert actions.shape == policy.shape == (T, 6)
+    # The arm's targets are the joints measured at the end of the step (the next step's obs) plus 0.05 x the policy's
+    # action; the jaw's the open (1.0) or closed (0.1) target of its sign.
+    np.testing.assert_allclose(actions[:-1, :5], joints[1:, :5] + 0.05 * policy[:-1, :5], atol=1e-5)
+    np.testing.assert_array_equal(actions[:, 5], np.where(policy[:, 5] < 0, 0.1, 1.0).astype(np.float32))
+
+
+def test_rl_rollouts_replay_in_the_joint_position_task(rl_demos):
+    proc = _run("-m", "l2.replay", str(rl_demos), "--num_envs", str(DEMOS), "--min-rate", "0.5")
+    assert _count("reproduced", proc.stdout) >= 1, proc.stdout[-2000:]

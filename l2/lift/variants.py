@@ -108,6 +108,10 @@ class RLVariantCfg:
 
     observations: RLObservationsCfg = RLObservationsCfg()
     rewards: RLRewardsCfg = RLRewardsCfg()
+    demo_actions: str = "ee_pose"
+    """What a rollout records as ``actions`` (``l2/rl/recorders.py``): what the robot's other sources record.
+    ``"ee_pose"``: the IK-absolute pose equivalent to the policy's joint action (the Franka's);
+    ``"joint_position"``: the joint targets the policy's action set (the SO-101's)."""
 
     def __post_init__(self):
         super().__post_init__()  # a configclass mixin without one would end the chain (configclass adds its own)
@@ -140,7 +144,7 @@ class SubtaskTermsCfg(ObsGroup):
 
 @configclass
 class MimicVariantCfg(ScriptedVariantCfg):
-    """Isaac Lab Mimic's: the scripted variant (IK-absolute actions, same obs and success) plus two object-centric
+    """Isaac Lab Mimic's: the scripted variant (the robot's actions, same obs and success) plus two object-centric
     subtasks (grasp, lift) of the one end effector :attr:`eef_name`. The robot's cfg names Isaac Lab's
     ``MimicEnvCfg`` last among its bases (its ``__post_init__`` does not pass the call on) and gives
     ``object_grasped``'s gripper fields (``gripper_joint_names``, ``gripper_open_val``, ``gripper_threshold``)."""

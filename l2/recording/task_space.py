@@ -35,6 +35,62 @@ def takes_poses(env: ManagerBasedRLEnv) -> bool:
     return isinstance(arm, DifferentialInverseKinematicsAction) and not arm.cfg.controller.use_relative_mode
 
 
+def joint_targets_pose(ik, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pose ``(position, scalar-last quaternion)`` of the IK term's frame (root frame) at the arm joint targets
+    ``(N, arm joints)``, to first order around the measured joints: ``x + J Δq``, and the rotation ``exp(J_ω Δq)``
+    applied to the current orientation."""
+    from isaaclab.utils.math import quat_from_angle_axis, quat_mul
+
+    joints = ik._asset.data.joint_pos.torch[:, ik._joint_ids]
+    pos, quat = ik._compute_frame_pose()
+    twist = (ik._compute_frame_jacobian() @ (targets - joints).unsqueeze(-1)).squeeze(-1)
+    angle = torch.linalg.vector_norm(twist[:, 3:], dim=-1)
+    axis = twist[:, 3:] / angle.clamp_min(1e-12).unsqueeze(-1)
+    return pos + twist[:, :3], quat_mul(quat_from_angle_axis(angle, axis), quat)
+
+
+def _rotated(quat: torch.Tensor, rotvec: torch.Tensor) -> torch.Tensor:
+    """``quat`` (scalar-last) turned by the rotation vector ``rotvec`` (root frame)."""
+    from isaaclab.utils.math import quat_from_angle_axis, quat_mul
+
+    angle = torch.linalg.vector_norm(rotvec, dim=-1)
+    return quat_mul(quat_from_angle_axis(angle, rotvec / angle.clamp_min(1e-12).unsqueeze(-1)), quat)
+
+
+def ik_step_affine(ik, probe: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:
+    """The IK step of ``ik`` in the current state as ``Δq = M e + c``: ``M`` ``(N, joints, 6)``, ``c`` ``(N, joints)``,
+    for the pose error ``e`` (position, then rotation vector; root frame). The step is affine in ``e`` (its damping
+    and task weights depend on the Jacobian, its joint-limit term on the joints), so probing it with ``e = 0`` and six
+    small errors gives it whole, whatever the controller's weights, masks and null-space terms."""
+    pos, quat = ik._compute_frame_pose()
+    jacobian = ik._compute_frame_jacobian()
+    joints = ik._asset.data.joint_pos.torch[:, ik._joint_ids]
+
+    def step(error: torch.Tensor) -> torch.Tensor:
+        ik.process_actions(torch.cat([pos + error[:, :3], _rotated(quat, error[:, 3:])], dim=-1))
+        return ik._ik_controller.compute(pos, quat, jacobian, joints) - joints
+
+    zero = torch.zeros(len(pos), 6, device=pos.device, dtype=pos.dtype)
+    offset = step(zero)
+    columns = []
+    for i in range(6):
+        error = zero.clone()
+        error[:, i] = probe
+        columns.append((step(error) - offset) / probe)
+    return torch.stack(columns, dim=-1), offset
+
+
+def ik_command_pose(ik, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pose ``(position, scalar-last quaternion)`` (root frame) whose one IK step from the measured joints gives
+    the joint targets ``(N, joints)``: the least pose error that does (:func:`ik_step_affine` inverted), so a
+    joint-position action and the pose command it is read as map back onto each other exactly in the same state."""
+    matrix, offset = ik_step_affine(ik)
+    joints = ik._asset.data.joint_pos.torch[:, ik._joint_ids]
+    error = (torch.linalg.pinv(matrix) @ (targets - joints - offset).unsqueeze(-1)).squeeze(-1)
+    pos, quat = ik._compute_frame_pose()
+    return pos + error[:, :3], _rotated(quat, error[:, 3:])
+
+
 class TaskSpaceDriver:
     """Turns task-space commands ``(N, 8)`` into the env's action ``(N, action dim)``."""
 

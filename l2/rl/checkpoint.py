@@ -27,6 +27,21 @@ SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "lift_cube_ppo"
 """The shipped policy's folder: ``model.pt``, ``params/env.yaml``, ``params/agent.yaml``, ``train.md``."""
 SHIPPED_MODEL = SHIPPED / "model.pt"
 
+POLICY_KWARG = "rsl_rl_policy"
+"""The gym registration kwarg naming an RL task's shipped policy (``model.pt``)."""
+
+
+def shipped_model(task: str) -> Path:
+    """The policy shipped for ``task`` (its registration's :data:`POLICY_KWARG`), else the Franka's."""
+    import gymnasium as gym
+
+    from l2.recording import sim
+
+    sim.register_tasks()
+    spec = gym.registry.get(task)
+    return Path(spec.kwargs[POLICY_KWARG]) if spec and POLICY_KWARG in spec.kwargs else SHIPPED_MODEL
+
+
 Layout = dict[str, list[list]]
 """``{"observation": [[term, width], ...], "action": [[term, width], ...]}``"""
 

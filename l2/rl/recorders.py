@@ -1,8 +1,9 @@
 """Recorder terms that make a PPO rollout file look like every other L2 file.
 
 PPO needs the policy group concatenated, and the policy acts in joint space. These terms write
-``obs/<term>`` split back out of the flat vector and, as ``actions``, the IK-absolute action the
-scripted and teleop sources write; the raw policy action is kept as ``policy_actions``.
+``obs/<term>`` split back out of the flat vector and, as ``actions``, what the robot's scripted and teleop sources
+write (the IK-absolute pose on the Franka, the joint targets on the SO-101: :func:`rl_recorders`); the raw policy
+action is kept as ``policy_actions``.
 """
 
 from __future__ import annotations
@@ -84,9 +85,8 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
 
     def record_post_step(self):
         from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
-        from isaaclab.utils.math import quat_from_angle_axis, quat_mul
 
-        from l2.recording.task_space import shadow_ik_term
+        from l2.recording.task_space import joint_targets_pose, shadow_ik_term
 
         if self._ik is None:
             self._ik = shadow_ik_term(self._env)
@@ -94,14 +94,26 @@ class EquivalentIKAbsActionRecorder(RecorderTerm):
         joints = self._ik._asset.data.joint_pos.torch[:, self._ik._joint_ids]
         relative = isinstance(arm, RelativeJointPositionAction)
         target = arm.processed_actions + joints if relative else arm.processed_actions
-        pos, quat = self._ik._compute_frame_pose()
-        twist = (self._ik._compute_frame_jacobian() @ (target - joints).unsqueeze(-1)).squeeze(-1)
-        angle = torch.linalg.vector_norm(twist[:, 3:], dim=-1)
-        axis = twist[:, 3:] / angle.clamp_min(1e-12).unsqueeze(-1)
-        quat = quat_mul(quat_from_angle_axis(angle, axis), quat)
+        pos, quat = joint_targets_pose(self._ik, target)
         gripper_raw = self._env.action_manager.get_term(self.cfg.gripper_action_name).raw_actions
         gripper = torch.where(gripper_raw < 0, -1.0, 1.0).to(pos.dtype)
-        return "actions", torch.cat([pos + twist[:, :3], quat, gripper], -1)
+        return "actions", torch.cat([pos, quat, gripper], -1)
+
+
+class JointTargetActionRecorder(RecorderTerm):
+    """Writes ``actions`` = the joint-position targets the policy's action set at the end of the step, arm joints
+    then gripper: the action of a robot whose other sources record joint positions (the SO-101's). A relative arm
+    action's target is ``q + Δ`` with ``q`` measured then, as :class:`EquivalentIKAbsActionRecorder` takes it."""
+
+    def record_post_step(self):
+        from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
+
+        arm = self._env.action_manager.get_term(self.cfg.arm_action_name)
+        target = arm.processed_actions
+        if isinstance(arm, RelativeJointPositionAction):
+            target = target + arm._asset.data.joint_pos.torch[:, arm._joint_ids]
+        gripper = self._env.action_manager.get_term(self.cfg.gripper_action_name).processed_actions
+        return "actions", torch.cat([target, gripper], -1)
 
 
 class RawPolicyActionRecorder(RecorderTerm):
@@ -131,6 +143,11 @@ class EquivalentIKAbsActionRecorderCfg(RecorderTermCfg):
 
 
 @configclass
+class JointTargetActionRecorderCfg(EquivalentIKAbsActionRecorderCfg):
+    class_type: type = JointTargetActionRecorder
+
+
+@configclass
 class RawPolicyActionRecorderCfg(RecorderTermCfg):
     class_type: type = RawPolicyActionRecorder
 
@@ -146,3 +163,14 @@ class RLRecorderManagerCfg(L2RecorderManagerCfg):
     record_scene_obs = GroupObsRecorderCfg()
     record_equivalent_actions = EquivalentIKAbsActionRecorderCfg()
     record_policy_actions = RawPolicyActionRecorderCfg()
+
+
+def rl_recorders(env_cfg) -> RLRecorderManagerCfg:
+    """The RL recorders for ``env_cfg``, whose ``actions`` are what its robot's other sources record
+    (:attr:`l2.lift.variants.RLVariantCfg.demo_actions`)."""
+    from l2.format import schema
+
+    cfg = RLRecorderManagerCfg()
+    if getattr(env_cfg, "demo_actions", "ee_pose") == schema.JOINT_POSITION_ACTIONS:
+        cfg.record_equivalent_actions = JointTargetActionRecorderCfg()
+    return cfg

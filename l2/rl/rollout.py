@@ -33,8 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--checkpoint",
         type=cli_args.existing_file,
         default=None,
-        help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the shipped policy, "
-        "l2/rl/checkpoints/lift_cube_ppo/model.pt)",
+        help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the task's shipped policy, "
+        "on the Franka l2/rl/checkpoints/lift_cube_ppo/model.pt)",
     )
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10, workers=True)
@@ -47,9 +47,9 @@ def rollout(args: argparse.Namespace) -> int:
 
     from l2.recording import collect
     from l2.rl import checkpoint as ckpt
-    from l2.rl.recorders import RLRecorderManagerCfg
+    from l2.rl.recorders import rl_recorders
 
-    checkpoint_path = Path(args.checkpoint or ckpt.SHIPPED_MODEL)
+    checkpoint_path = Path(args.checkpoint or ckpt.shipped_model(args.task))
     try:
         checkpoint = ckpt.load(checkpoint_path, args.device)
     except ckpt.LayoutError as exc:
@@ -57,7 +57,7 @@ def rollout(args: argparse.Namespace) -> int:
     env_cfg = sim.load_env_cfg(args.task, args.device, args.num_envs, args.seed, args.overrides)
     agent_cfg = load_agent_cfg(args.task, args.device, args.seed)
     num_demos, max_attempts = cli.attempt_limits(args)
-    output = cli.record_to(env_cfg, args, max_successes=num_demos, recorders=RLRecorderManagerCfg())
+    output = cli.record_to(env_cfg, args, max_successes=num_demos, recorders=rl_recorders(env_cfg))
 
     with sim.make_env(env_cfg, args.task) as env:
         try:
@@ -84,7 +84,7 @@ def _check_checkpoint(args: argparse.Namespace) -> None:
     from l2.rl import checkpoint as ckpt
 
     try:
-        ckpt.load(args.checkpoint or ckpt.SHIPPED_MODEL, "cpu")
+        ckpt.load(args.checkpoint or ckpt.shipped_model(args.task), "cpu")
     except ckpt.LayoutError as exc:
         cli.fail(str(exc))
 

@@ -4,10 +4,14 @@
 are its sources' variants; ``L2-Lift-Cube-Franka-JointPos-Rel`` is PPO's (relative joint targets).
 """
 
+from pathlib import Path
+
 import gymnasium as gym
 
 TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
 RL_TASK_ID = "L2-Lift-Cube-Franka-JointPos-Rel"
+RL_POLICY = Path(__file__).resolve().parents[3] / "rl" / "checkpoints" / "lift_cube_ppo" / "model.pt"
+"""The shipped RL policy (``python -m l2.rl.checkpoint RUN/model.pt --to`` its folder)."""
 
 _IK_ABS = f"{__name__}.ik_abs_env_cfg"
 for task_id, entry_point, cfg in (
@@ -26,6 +30,8 @@ for task_id in (RL_TASK_ID, "L2-Lift-Cube-Franka-RL"):  # the second: an older n
             "env_cfg_entry_point": f"{__name__}.joint_pos_env_cfg:FrankaRLLiftCubeEnvCfg",
             "rsl_rl_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
             "rsl_rl_finetune_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPOFinetuneCfg",
+            "rsl_rl_policy": str(RL_POLICY),
+            "demo_task": TASK_ID,  # its rollouts record the IK-absolute pose equivalent to the policy's action
         },
         disable_env_checker=True,
     )

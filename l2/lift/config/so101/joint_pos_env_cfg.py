@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import isaaclab.sim as sim_utils
 from isaaclab.envs.mdp.actions.actions_cfg import DifferentialInverseKinematicsActionCfg
+from isaaclab.envs.mimic_env_cfg import MimicEnvCfg
 from isaaclab.sensors import FrameTransformerCfg
 from isaaclab.sensors.frame_transformer.frame_transformer_cfg import OffsetCfg
 from isaaclab.utils import configclass
@@ -32,7 +33,7 @@ from l2.lift import mdp, variety
 from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group, wrist_cam_cfg
 from l2.lift.config.so101.cameras import FRONT_CFG, CamerasObsCfg, WristOnRobotCfg
 from l2.lift.lift_env_cfg import LiftCubeEnvCfg, LiftCubeSceneCfg, cube_cfg
-from l2.lift.variants import ScriptedVariantCfg, TeleopVariantCfg
+from l2.lift.variants import MimicVariantCfg, RLVariantCfg, ScriptedVariantCfg, TeleopVariantCfg
 
 CUBE_SIZE = 0.03
 CUBE_START = (0.22, 0.0, CUBE_SIZE / 2)
@@ -54,6 +55,8 @@ GRIPPER_OPEN = 1.0
 GRIPPER_CLOSED = 0.1
 """The jaw's targets (rad) for an open and a closed command: 1.0 opens about 8 cm, past a 3 cm cube's diagonal;
 closed on the cube the jaw stops near 0.3."""
+RELATIVE_JOINT_SCALE = 0.05
+"""The RL variant's arm action: joint targets ``q + 0.05 a`` (rad; ``q`` measured every physics substep)."""
 
 IK_ARM_ACTION = SO101PoseIKActionCfg(
     asset_name="robot",
@@ -157,3 +160,39 @@ class So101TeleopLiftCubeEnvCfg(TeleopVariantCfg, So101LiftCubeEnvCfg):
     """One env for a human with a device, starting every attempt over the workspace."""
 
     ee_home: tuple[float, ...] = (0.22, 0.0, 0.15, 0.0, 0.0, 0.0, 1.0)  # jaws pointing down
+
+
+@configclass
+class So101LiftCubeMimicEnvCfg(MimicVariantCfg, So101LiftCubeEnvCfg, MimicEnvCfg):
+    """Isaac Lab Mimic's generation on the scripted variant: target poses through the pose IK, joint targets out."""
+
+    eef_name: str = "so101"
+    # Read by isaaclab_tasks' object_grasped: the jaw has left its open target by this much (rad); closed on the
+    # cube it stops near 0.3.
+    gripper_joint_names = [GRIPPER_JOINT]
+    gripper_open_val = GRIPPER_OPEN
+    gripper_threshold = 0.3
+
+
+@configclass
+class So101RLLiftCubeEnvCfg(RLVariantCfg, So101LiftCubeEnvCfg):
+    """PPO's (rsl_rl): relative joint-position targets for the five arm joints (a small correction around the
+    current pose, what a policy cloned from the scripted expert predicts) and the binary jaw (open or closed target).
+    A rollout records the joint targets these set, all six joints, as the other sources do."""
+
+    demo_actions = "joint_position"
+    gripper_targets = None  # the binary jaw action takes the ±1 itself
+
+    def __post_init__(self):
+        super().__post_init__()
+        # The expert's slow descent and lift (PickAndLiftCfg.max_speed) take 3-5 s of the base's 5.
+        self.episode_length_s = 8.0
+        self.actions.arm_action = mdp.RelativeJointPositionActionCfg(
+            asset_name="robot", joint_names=list(ARM_JOINTS), scale=RELATIVE_JOINT_SCALE
+        )
+        self.actions.gripper_action = mdp.BinaryJointPositionActionCfg(
+            asset_name="robot",
+            joint_names=[GRIPPER_JOINT],
+            open_command_expr={GRIPPER_JOINT: GRIPPER_OPEN},
+            close_command_expr={GRIPPER_JOINT: GRIPPER_CLOSED},
+        )
