@@ -32,10 +32,10 @@ def driven():
     """One env with both cameras, commanded above the cube for :data:`STEPS` control steps."""
     from l2.lift.config.so101.expert import SO101_PICK_AND_LIFT
     from l2.lift.mdp import ee_position_in_robot_root_frame, object_pose_in_robot_root_frame
-    from l2.recording.task_space import TaskSpaceDriver
+    from l2.recording.task_space import TaskSpaceDriver, ik_command_pose
 
     env_cfg = sim.load_env_cfg(TASK, "cpu", num_envs=1, seed=3)
-    out = {"step_dt": None, "actions": []}
+    out = {"step_dt": None, "actions": [], "round_trip": 0.0}
     with sim.make_env(env_cfg, TASK) as env:
         obs, _ = env.reset()
         out["step_dt"] = env.step_dt
@@ -50,6 +50,10 @@ def driven():
         for _ in range(STEPS):
             action = driver.action(command)
             out["actions"].append(action.clone())
+            # Mimic's reading of a joint action as a pose command (l2/mimic/env.py), and back through the IK.
+            pose = torch.cat(ik_command_pose(driver.ik, action[:, :5]), dim=-1)
+            back = driver.arm_targets(pose)
+            out["round_trip"] = max(out["round_trip"], float((back - action[:, :5]).abs().max()))
             env.step(action)
         out["error"] = float(torch.linalg.vector_norm(ee_position_in_robot_root_frame(env) - target))
         out["limits"] = robot.data.soft_joint_pos_limits.torch[0].clone()
@@ -114,6 +118,12 @@ def lifted():
         "closed": GRIPPER_CLOSED,
         "height": SUCCESS_HEIGHT,
     }
+
+
+def test_a_joint_action_read_as_a_pose_command_gives_the_same_joint_targets_back(driven):
+    """The IK step is affine in the pose error, so inverting it exactly is what lets Mimic, which thinks in poses,
+    turn a joint-position demo into poses and back without drift (in the same state)."""
+    assert driven["round_trip"] < 1e-4
 
 
 def test_the_scripted_expert_lifts_the_cube_held_between_the_jaws(lifted):

@@ -1,7 +1,10 @@
 """The lift-cube Mimic env: the interface Isaac Lab Mimic's data generator drives the task through.
 
-Every pose is a 4x4 matrix in the robot root frame, the frame of the task's IK-absolute action
-``(x, y, z, qx, qy, qz, qw, gripper)``; so a target end-effector pose is an action, and back.
+Every pose is a 4x4 matrix in the robot root frame. Where the robot's task takes the IK-absolute action
+``(x, y, z, qx, qy, qz, qw, gripper)`` (the Franka's), a target end-effector pose is an action, and back. Where it
+acts in joint positions (the SO-101's), a target pose becomes the joint targets one step of the robot's
+differential IK gives from the measured joints, and an action's target pose is the pose command whose IK step
+gives its joint targets (``l2/recording/task_space.py``); the gripper's part is the action's own.
 """
 
 from __future__ import annotations
@@ -14,16 +17,30 @@ from isaaclab.utils import math as math_utils
 
 from l2.lift import mdp
 from l2.lift.variants import GRASP_SIGNAL, OBJECT_NAME
+from l2.recording.task_space import TaskSpaceDriver, ik_command_pose
 
 
 class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
     """Mimic wrapper of the lift-cube task (one end effector, the cfg's ``eef_name``; one object, the cube)."""
 
+    _driver: TaskSpaceDriver | None = None
+
+    @property
+    def task_space(self) -> TaskSpaceDriver:
+        """Poses into the env's own action (built on first use: the action manager comes after ``__init__``)."""
+        if self._driver is None:
+            self._driver = TaskSpaceDriver(self)
+        return self._driver
+
+    def _ik_term(self):
+        """The differential-IK term whose frame is the end effector: the env's arm action, or its shadow."""
+        return self.action_manager.get_term("arm_action") if self.task_space.passthrough else self.task_space.ik
+
     def get_robot_eef_pose(self, eef_name: str, env_ids: Sequence[int] | None = None) -> torch.Tensor:
-        """The pose the IK action controls (its body plus offset, root frame), from the arm action term: the
-        ``ee_frame`` sensor holds zeros after a reset until the next physics step (Newton)."""
+        """The pose the IK controls (its body plus offset, root frame), from the IK term: the ``ee_frame`` sensor
+        holds zeros after a reset until the next physics step (Newton)."""
         ids = slice(None) if env_ids is None else env_ids
-        pos, quat = self.action_manager.get_term("arm_action")._compute_frame_pose()
+        pos, quat = self._ik_term()._compute_frame_pose()
         return math_utils.make_pose(pos[ids], math_utils.matrix_from_quat(quat[ids]))
 
     def target_eef_pose_to_action(
@@ -33,17 +50,27 @@ class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
         action_noise_dict: dict | None = None,
         env_id: int = 0,
     ) -> torch.Tensor:
-        """The IK-absolute action reaching the target pose; noise (m) on the position only, so the action's
-        quaternion stays a unit one (the L2 schema checks it)."""
+        """Env ``env_id``'s action toward the target pose: the IK-absolute action, or one IK step's joint targets;
+        noise (m) on the position only, so an IK-absolute quaternion stays a unit one (the L2 schema checks it)."""
         pos, rot = math_utils.unmake_pose(target_eef_pose_dict[self.cfg.eef_name])
         if action_noise_dict is not None and action_noise_dict[self.cfg.eef_name]:
             pos = pos + action_noise_dict[self.cfg.eef_name] * torch.randn_like(pos)
-        quat = math_utils.normalize(math_utils.quat_from_matrix(rot))
-        return torch.cat([pos, quat, gripper_action_dict[self.cfg.eef_name]], dim=-1).unsqueeze(0)
+        pose = torch.cat([pos, math_utils.normalize(math_utils.quat_from_matrix(rot))], dim=-1)
+        if not self.task_space.passthrough:  # the IK runs for every env; env_id's row is this env's targets
+            pose = self.task_space.arm_action(pose.expand(self.num_envs, -1))[env_id]
+        return torch.cat([pose, gripper_action_dict[self.cfg.eef_name]], dim=-1).unsqueeze(0)
 
     def action_to_target_eef_pose(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
-        pose = math_utils.make_pose(action[:, 0:3], math_utils.matrix_from_quat(action[:, 3:7]))
-        return {self.cfg.eef_name: pose}
+        """The target poses of ``action`` ``(N, D)``. Joint-position actions: one action taken in every env, or one
+        per env, with the envs in the state the actions were taken from (as annotation replays them)."""
+        if self.task_space.passthrough:
+            pos, quat = action[:, 0:3], action[:, 3:7]
+        else:
+            arm = self.task_space.arm
+            targets = action[:, : arm.action_dim] * arm._scale + arm._offset
+            pos, quat = ik_command_pose(self.task_space.ik, targets.expand(self.num_envs, -1))
+            pos, quat = pos[: len(action)], quat[: len(action)]
+        return {self.cfg.eef_name: math_utils.make_pose(pos, math_utils.matrix_from_quat(quat))}
 
     def actions_to_gripper_actions(self, actions: torch.Tensor) -> dict[str, torch.Tensor]:
         return {self.cfg.eef_name: actions[:, -1:]}
