@@ -5,8 +5,9 @@ process), variants interleaved over the repeats; the table prints the best rate 
 against the named baseline ``no recording``, and the share of the loop's wall time spent inside the
 RecorderManager's hooks (a ratio within one run, so a busy machine moves it much less than the rates).
 
-    python bench/record_overhead.py                  # 16 envs, 250 steps, 2 repeats
+    python bench/record_overhead.py                  # 16 envs, 250 steps, 2 repeats, the Franka
     python bench/record_overhead.py --num_envs 64 --steps 200 --repeats 3
+    python bench/record_overhead.py --robot so101    # the SO-101's scripted lift
 """
 
 from __future__ import annotations
@@ -39,32 +40,33 @@ RECORDER_HOOKS = (
 )
 
 
-def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
+def measure(variant: str, task: str, num_envs: int, steps: int, out_dir: str) -> dict:
     """Run the scripted loop once and return its env-frames/s (after a short warm-up)."""
     from isaaclab.envs.mdp.recorders.recorders_cfg import ActionStateRecorderManagerCfg
 
     from l2.recording import sim
     from l2.recording.handler import configure_recording
-    from l2.scripted.run import DEFAULT_TASK
-    from l2.scripted.state_machine import PickAndLiftCfg, PickAndLiftStateMachine
+    from l2.recording.task_space import TaskSpaceDriver
+    from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
 
-    env_cfg = sim.load_env_cfg(DEFAULT_TASK, "cpu", num_envs, seed=0)
+    env_cfg = sim.load_env_cfg(task, "cpu", num_envs, seed=0)
     if variant == "none":
         env_cfg.recorders = None
     else:
         recorders = ActionStateRecorderManagerCfg() if variant == "isaaclab" else None
-        configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", DEFAULT_TASK, "overwrite", recorders=recorders)
-    with sim.make_env(env_cfg, DEFAULT_TASK) as env:
+        configure_recording(env_cfg, Path(out_dir) / f"{variant}.hdf5", task, "overwrite", recorders=recorders)
+    with sim.make_env(env_cfg, task) as env:
         in_recorder = [0.0]
         time_calls(env.recorder_manager, RECORDER_HOOKS, in_recorder)
-        sm = PickAndLiftStateMachine(env.num_envs, env.device, PickAndLiftCfg(dt=env.step_dt))
+        sm = PickAndLiftStateMachine(env.num_envs, env.device, pick_and_lift_cfg(task, env.step_dt))
+        driver = TaskSpaceDriver(env)
         env.reset()
         episodes = 0
         for i in range(WARMUP_STEPS + steps):
             if i == WARMUP_STEPS:
                 start = time.perf_counter()
                 in_recorder[0] = 0.0
-            env.step(sm.act(env))
+            env.step(driver.action(sm.act(env)))
             done = env.termination_manager.dones.nonzero().flatten()
             episodes += len(done)
             sm.reset(done)
@@ -78,9 +80,13 @@ def measure(variant: str, num_envs: int, steps: int, out_dir: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.robots import ROBOTS
     from l2.format import cli_args
 
     parser = cli_args.Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--robot", choices=ROBOTS, default="franka", help="whose scripted lift task (default: %(default)s)"
+    )
     parser.add_argument("--num_envs", type=int, default=16)
     parser.add_argument("--steps", type=int, default=250, help="timed env steps per run (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=2)
@@ -88,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out_dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.variant:
-        print(json.dumps(measure(args.variant, args.num_envs, args.steps, args.out_dir)))
+        print(json.dumps(measure(args.variant, ROBOTS[args.robot], args.num_envs, args.steps, args.out_dir)))
         return 0
 
     best: dict[str, float] = {}
@@ -103,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                     variant,
                     "--out_dir",
                     tmp,
+                    "--robot",
+                    args.robot,
                     "--num_envs",
                     str(args.num_envs),
                     "--steps",
@@ -119,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                 best[variant] = max(best.get(variant, 0.0), result["frames_per_s"])
                 share.setdefault(variant, []).append(result["recorder_share"])
     base = best["none"]
-    print(f"\nscripted loop, {args.num_envs} envs, {args.steps} steps, best of {args.repeats}; baseline = no recording")
+    print(
+        f"\nscripted loop on {ROBOTS[args.robot]}, {args.num_envs} envs, {args.steps} steps, best of {args.repeats}; "
+        "baseline = no recording"
+    )
     print(f"  {'variant':<42} {'env-frames/s':>12} {'vs baseline':>12} {'time in recorder':>17}")
     for variant, label in VARIANTS.items():
         ratio = best[variant] / base

@@ -70,8 +70,8 @@ SMOKE = {
         ("sim",),
     ),
     "record_overhead.py": (
-        ["--num_envs", "2", "--steps", "4", "--repeats", "1"],
-        ["no recording (baseline)"],
+        ["--robot", "so101", "--num_envs", "2", "--steps", "4", "--repeats", "1"],
+        ["scripted loop on L2-Lift-Cube-SO101-JointPos-Scripted", "no recording (baseline)"],
         ("sim",),
     ),
     "ray_scaleout.py": (
