@@ -11,8 +11,9 @@
 #
 # ROBOT=so101 collects scripted demos and a leader-arm teleop session (config/teleop/so101_*), converts them with
 # config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out and
-# evaluates its shipped RL policy (l2/lift/config/so101/policies/rl) and evaluates in closed loop the converted
-# dataset's own actions served over GR00T's policy protocol; it has no shipped BC policy yet.
+# evaluates its shipped RL policy (l2/lift/config/so101/policies/rl, trained on the plain scene: docs/so101.md gives
+# its rate on both scenes) and evaluates in closed loop the converted dataset's own actions served over GR00T's
+# policy protocol; no BC policy yet.
 #
 # SCENE=variety (the default, presets=variety) draws per episode three cubes of distinct colors, the target and
 # an instruction that names it, the mat, the robot's shade and the table camera's pose; its files are named
@@ -44,7 +45,8 @@ case "${ROBOT:-franka}" in
   franka) ;;
   so101)  TASK="${TASK/lift_cube/lift_cube_so101}"; MAPPING=config/so101_lift_cube.yaml; CAMERAS="front,wrist"
           GYM_TASK=(--task L2-Lift-Cube-SO101-JointPos-Scripted); TELEOP_TASK=(--task L2-Lift-Cube-SO101-JointPos-Teleop)
-          RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel); RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/so101/policies/rl/model.pt}"
+          RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel)
+          RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/so101/policies/rl/model.pt}"  # trained on the plain scene
           TRACE="config/teleop/so101_$(basename "${TRACE/_trace/_leader_trace}")" ;;
   *) echo "error: ROBOT=${ROBOT}: choose franka or so101" >&2; exit 2 ;;
 esac
@@ -96,7 +98,10 @@ n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))"
   $([ "${ROBOT:-franka}" = so101 ] && echo --min-rate 0.5)  # docs/so101.md: an SO-101 replay can lift a step late
 
 echo "== 3/6 convert to GR00T LeRobot with H.264 videos (validated at the end by l3.validate)"
-"$PY" l3/convert.py data/demos/*_"$TASK".hdf5 --config "$MAPPING" --output "$GR00T" --overwrite
+# The scripted demos first: their episodes lead the dataset, where step 5 serves them back by index.
+INPUTS=("$DEMOS")
+for f in data/demos/*_"$TASK".hdf5; do [ "$f" = "$DEMOS" ] || INPUTS+=("$f"); done
+"$PY" l3/convert.py "${INPUTS[@]}" --config "$MAPPING" --output "$GR00T" --overwrite
 
 echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
