@@ -152,6 +152,10 @@ class MimicVariantCfg(ScriptedVariantCfg):
     eef_name: str = MISSING
     """The one end effector's key in Mimic's per-eef dicts."""
 
+    action_noise: float = 0.003
+    """Noise (m, std) Mimic adds to each generated target position: variety between demos from one source, kept
+    below what the robot's grasp tolerates."""
+
     def __post_init__(self):
         super().__post_init__()
         self.observations.subtask_terms = SubtaskTermsCfg()
@@ -169,7 +173,7 @@ class MimicVariantCfg(ScriptedVariantCfg):
             # nearest the new one.
             selection_strategy="nearest_neighbor_object",
             selection_strategy_kwargs={"nn_k": 3},
-            action_noise=0.003,
+            action_noise=self.action_noise,
             num_interpolation_steps=5,
             num_fixed_steps=0,
             apply_noise_during_interpolation=False,
