@@ -77,8 +77,8 @@ def make_inputs(root: Path) -> Inputs:
         demos,
         dataset,
         config,
-        REPO / "l2" / "rl" / "checkpoints" / "lift_cube_ppo" / "model.pt",
-        REPO / "l2" / "bc" / "checkpoints" / "lift_cube_bc" / "model.pth",
+        REPO / "l2" / "lift" / "config" / "franka" / "policies" / "rl" / "model.pt",
+        REPO / "l2" / "lift" / "config" / "franka" / "policies" / "bc" / "model.pth",
         REPO / "config" / "teleop" / "lift_cube_trace.json",
     )
 

@@ -11,9 +11,9 @@
 #
 # ROBOT=so101 collects scripted demos and a leader-arm teleop session (config/teleop/so101_*), converts them with
 # config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out and
-# evaluates its shipped RL policy (l2/lift/config/so101/policies/rl, trained on the plain scene: docs/so101.md gives
-# its rate on both scenes) and evaluates in closed loop the converted dataset's own actions served over GR00T's
-# policy protocol; no BC policy yet.
+# evaluates its shipped RL and BC policies (l2/lift/config/so101/policies/, trained on the plain scene: docs/so101.md
+# gives their rates on both scenes) and evaluates in closed loop the converted dataset's own actions served over
+# GR00T's policy protocol.
 #
 # SCENE=variety (the default, presets=variety) draws per episode three cubes of distinct colors, the target and
 # an instruction that names it, the mat, the robot's shade and the table camera's pose; its files are named
@@ -22,7 +22,7 @@
 #
 # Scripted demos are appended to data/demos/scripted_<task>.hdf5 (an existing file is never truncated); on the
 # first run a teleop session is replayed from config/teleop/ into data/demos/teleop_<task>.hdf5; the scene's
-# shipped RL policy (l2/rl/checkpoints/lift_cube_variety or lift_cube_ppo; or RL_CHECKPOINT) appends RL_DEMOS (2)
+# shipped RL policy (l2/lift/config/franka/policies/rl_variety or rl; or RL_CHECKPOINT) appends RL_DEMOS (2)
 # rollouts to data/demos/rl_<task>.hdf5. A demo file of an
 # earlier version (no camera frames; RL demos without the cube's orientation) is moved to data/demos_earlier/,
 # never mixed with new demos. The GR00T dataset is derived from this scene's files in data/demos/ and rewritten.
@@ -33,20 +33,23 @@ cd "$REPO"
 PY="$REPO/.venv/bin/python"
 case "${SCENE:-variety}" in
   variety) TASK=lift_cube_variety; PRESETS=presets=variety; TRACE=config/teleop/lift_cube_variety_trace.json
-           SCENE_OBS=",distractor_positions"; RL_POLICY="${RL_CHECKPOINT:-l2/rl/checkpoints/lift_cube_variety/model.pt}" ;;
+           SCENE_OBS=",distractor_positions"; RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/franka/policies/rl_variety/model.pt}" ;;
   plain)   TASK=lift_cube; PRESETS=; TRACE=config/teleop/lift_cube_trace.json; SCENE_OBS=
-           RL_POLICY="${RL_CHECKPOINT:-l2/rl/checkpoints/lift_cube_ppo/model.pt}" ;;
+           RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/franka/policies/rl/model.pt}" ;;
   *) echo "error: SCENE=${SCENE}: choose variety or plain" >&2; exit 2 ;;
 esac
 MAPPING=config/lift_cube.yaml
 CAMERAS="table_cam,wrist_cam"
-GYM_TASK=(); TELEOP_TASK=(); RL_TASK=()
+GYM_TASK=(); TELEOP_TASK=(); RL_TASK=(); BC_TASK=()
+BC_MODEL="l2/lift/config/franka/policies/bc/model.pth"; BC_CONFIG=config/robomimic/lift_cube_lowdim.yaml
 case "${ROBOT:-franka}" in
   franka) ;;
   so101)  TASK="${TASK/lift_cube/lift_cube_so101}"; MAPPING=config/so101_lift_cube.yaml; CAMERAS="front,wrist"
           GYM_TASK=(--task L2-Lift-Cube-SO101-JointPos-Scripted); TELEOP_TASK=(--task L2-Lift-Cube-SO101-JointPos-Teleop)
           RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel)
           RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/so101/policies/rl/model.pt}"  # trained on the plain scene
+          BC_TASK=(--task L2-Lift-Cube-SO101-JointPos); BC_MODEL=l2/lift/config/so101/policies/bc/model.pth
+          BC_CONFIG=config/robomimic/so101_lift_cube_lowdim.yaml
           TRACE="config/teleop/so101_$(basename "${TRACE/_trace/_leader_trace}")" ;;
   *) echo "error: ROBOT=${ROBOT}: choose franka or so101" >&2; exit 2 ;;
 esac
@@ -56,7 +59,6 @@ RL="data/demos/rl_$TASK.hdf5"
 GR00T="outputs/${TASK}_gr00t"
 REPORTS="outputs/reports"
 EVAL="outputs/eval"
-BC_MODEL="l2/bc/checkpoints/lift_cube_bc/model.pth"
 BC_PORT="${BC_PORT:-5557}"
 start=$(date +%s)
 
@@ -107,21 +109,18 @@ echo "== 4/6 validate the GR00T LeRobot dataset"
 "$PY" -m l3.validate "$GR00T"
 
 mkdir -p "$EVAL"
-if [ "${ROBOT:-franka}" = franka ]; then
-  echo "== 5/6 evaluate in closed loop: the scene's shipped RL policy (in-process) and the shipped BC policy (robomimic,"
-  echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
-  "$PY" -m l2.evaluate --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 --report "$EVAL/rl.json" $PRESETS
-  RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
-  "$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
-  server=$!
-  trap 'kill "$server" 2>/dev/null || true' EXIT
-  "$PY" -m l2.evaluate --policy "server:127.0.0.1:$BC_PORT" --config config/robomimic/lift_cube_lowdim.yaml \
-    --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
-  kill "$server" 2>/dev/null || true
-else
-  echo "== 5/6 evaluate in closed loop: the shipped RL policy (in-process), 16 episodes on this scene, state only"
-  "$PY" -m l2.evaluate "${RL_TASK[@]}" --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 \
-    --report "$EVAL/rl.json" $PRESETS
+echo "== 5/6 evaluate in closed loop: the scene's shipped RL policy (in-process) and the shipped BC policy (robomimic,"
+echo "   served from its venv over GR00T's policy-server protocol), 16 episodes each on this scene, state only"
+"$PY" -m l2.evaluate "${RL_TASK[@]}" --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 \
+  --report "$EVAL/rl.json" $PRESETS
+RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
+"$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+"$PY" -m l2.evaluate "${BC_TASK[@]}" --policy "server:127.0.0.1:$BC_PORT" --config "$BC_CONFIG" \
+  --episodes 16 --num_envs 16 --timeout 300 --report "$EVAL/bc.json" $PRESETS
+kill "$server" 2>/dev/null || true
+if [ "${ROBOT:-franka}" = so101 ]; then
   echo "   and this run's scripted demos, converted, served back over GR00T's policy-server"
   echo "   protocol (their actions in so101_follower units, turned back into joint targets) from their initial states"
   "$PY" -m l2.evaluate --policy "replay:$GR00T" --reset-from "$DEMOS" --episodes "${NUM_DEMOS:-4}" \
@@ -140,7 +139,7 @@ rate() { "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["
 if [ "${ROBOT:-franka}" = franka ]; then
   echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json") episodes lifted ($REPO/$EVAL/)"
 else
-  echo "  closed loop:            RL $(rate "$EVAL/rl.json"), the dataset replayed over GR00T's protocol $(rate "$EVAL/replay.json") episodes lifted ($REPO/$EVAL/)"
+  echo "  closed loop:            RL $(rate "$EVAL/rl.json"), BC $(rate "$EVAL/bc.json"), the dataset replayed over GR00T's protocol $(rate "$EVAL/replay.json") episodes lifted ($REPO/$EVAL/)"
 fi
 echo "  instructions:           $("$PY" -c 'import json, sys; print(len({t for line in open(sys.argv[1]) for t in json.loads(line)["tasks"]}))' "$GR00T/meta/episodes.jsonl") distinct, the episodes' tasks in $GR00T/meta/episodes.jsonl"
 echo "  reports (open in a browser): $REPO/$REPORTS/${TASK}_demos.html, $REPO/$REPORTS/${TASK}_gr00t.html"

@@ -6,7 +6,7 @@
 #   scripts/train_bc.sh                                   # 200 demos, config/robomimic/bc_lift_lowdim.json
 #   scripts/train_bc.sh --num_demos 50 --name n50         # flags: python -m l2.bc.train --help
 #
-# The shipped policy (l2/bc/checkpoints/lift_cube_bc/) came from the default run; docs/train.md says how it
+# The shipped policy (l2/lift/config/franka/policies/bc/) came from the default run; docs/train.md says how it
 # was measured and how to ship a run of your own.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

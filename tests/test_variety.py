@@ -176,7 +176,7 @@ def test_rl_rollouts_record_the_distractors_like_the_other_sources(variety_demos
     rsl_rl does not read), so an RL variety demo holds the scripted one's obs terms; the shipped variety policy
     lifts the cube each demo names."""
     out = tmp_path / "rl_lift_cube.hdf5"
-    policy = REPO / "l2" / "rl" / "checkpoints" / "lift_cube_variety" / "model.pt"  # the variety scene's policy
+    policy = REPO / "l2" / "lift" / "config" / "franka" / "policies" / "rl_variety" / "model.pt"  # the variety scene's
     _collect_valid(out, "l2/rl/rollout.py", "--checkpoint", str(policy), "--num_envs", "2", "--num_demos", "2")
     with h5py.File(out) as rl, h5py.File(variety_demos) as scripted:
         state = {k for k in scripted["data/demo_0/obs"] if k not in ("table_cam", "wrist_cam")}

@@ -3,5 +3,5 @@ cameras, each served over the policy-server protocol and measured in the task wi
 
 ``train.py`` is the whole loop (collect, split, train, evaluate) for robomimic; ``robomimic_policy.py`` and
 ``lerobot_policy.py`` serve a checkpoint of each and run in that library's own venv (no Isaac Lab import);
-``checkpoints/`` holds the shipped BC policy (docs/train.md).
+Each robot's shipped BC policy is in its task config, ``l2/lift/config/<robot>/policies/bc/`` (docs/train.md).
 """

@@ -5,7 +5,8 @@ config names the same terms as its state keys, so the served policy takes exactl
 Its action is the L2 file's ``actions`` row, split into the mapping's action keys by the same
 :meth:`l3.mapping.Slice.take` that L3 converts with. A BC-RNN's hidden state starts at zero on ``reset``
 and again every ``rnn.horizon`` steps, as robomimic's own rollouts do (it was trained on windows of that
-length from a zero state).
+length from a zero state). A checkpoint trained on scaled actions (:mod:`l2.bc.action_scale`) has its
+prediction scaled back into the data's units.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from l2.bc import action_scale
 from l2.policy.modality import ModalityAdapter
 from l3.mapping import Mapping
 
@@ -51,6 +53,7 @@ class RobomimicPolicy:
         rnn = config["algo"].get("rnn", {})
         self.rnn_horizon = int(rnn["horizon"]) if rnn.get("enabled") else None
         self.normalization = ckpt.get("obs_normalization_stats") or {}
+        self.action_scale = (ckpt.get(action_scale.KEY) or {}).get(action_scale.ACTIONS)
         self._rnn_state = None
         self._steps = 0
 
@@ -84,6 +87,8 @@ class RobomimicPolicy:
                 action = self.net(obs)
         self._steps += 1
         row = action.cpu().numpy().astype(np.float32)  # (B, ac_dim): one L2 ``actions`` row per env
+        if self.action_scale is not None:
+            row = action_scale.unnormalize(row, self.action_scale)
         return {s.key: s.take(row)[:, None, :] for s in self.mapping.action}, {"step": self._steps}
 
 

@@ -1,9 +1,10 @@
 """Ship a BC run as the repository's policy: its last checkpoint and what it was trained and is served with.
 
 Writes ``model.pth`` (robomimic's checkpoint of the last epoch), ``config.json`` (the recipe as run),
-``summary.json``, ``learning_curve.png`` and the mapping it is served with, into ``--to`` (by default
-``l2/bc/checkpoints/lift_cube_bc/``). Paths of the training machine (the demo file, robomimic's output folder)
-are written relative to the repository, in the copied files and inside the checkpoint's own config.
+``summary.json``, ``learning_curve.png`` and the mapping it is served with, into ``--to`` (by default the folder
+the run's task registration names as its shipped BC policy, ``bc_policy``: ``l2/lift/config/<robot>/policies/bc/``).
+Paths of the training machine (the demo file, robomimic's output folder) are written relative to the repository,
+in the copied files and inside the checkpoint's own config.
 
 Examples::
 
@@ -19,11 +20,25 @@ import shutil
 import sys
 from pathlib import Path
 
-from l2.bc.train import MAPPING, shown
+from l2.bc.train import DEFAULT_TASK, TrainError, bc_mapping, shown
 from l2.format import atomic, cli_args
+from l2.lift.config import franka
 
-SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "lift_cube_bc"
-SHIPPED_MODEL = SHIPPED / "model.pth"
+SHIPPED = franka.BC_POLICY.parent
+"""The Franka's shipped BC policy."""
+POLICY_KWARG = "bc_policy"
+"""The gym registration kwarg naming a task's shipped BC checkpoint (``model.pth``)."""
+
+
+def shipped_model(task: str) -> Path:
+    """The BC checkpoint shipped for ``task`` (its registration's :data:`POLICY_KWARG`), else the Franka's."""
+    import gymnasium as gym
+
+    from l2.recording import sim
+
+    sim.register_tasks()
+    spec = gym.registry.get(task)
+    return Path(spec.kwargs[POLICY_KWARG]) if spec and POLICY_KWARG in spec.kwargs else SHIPPED / "model.pth"
 
 
 def _relative_paths(config: dict) -> dict:
@@ -57,12 +72,21 @@ def _checkpoint_path(run: Path) -> Path:
     return path
 
 
+def run_task(run: Path) -> str:
+    """The task a run trained for (summaries written before ``--task`` existed: the Franka's)."""
+    return json.loads((run / "summary.json").read_text()).get("task", DEFAULT_TASK)
+
+
 def ship(run: Path, target: Path) -> Path:
     """Write the run's policy into ``target``, whole: built in a folder beside it and renamed into place, so a
     failure leaves the folder that was there (:class:`ShipError` for a run that is not finished)."""
     import torch
 
     source = _checkpoint_path(run)
+    try:
+        mapping = bc_mapping(run_task(run))
+    except TrainError as exc:
+        raise ShipError(f"{run / 'summary.json'}: {exc}") from None
     try:
         checkpoint = torch.load(source, map_location="cpu", weights_only=False)
         checkpoint["config"] = json.dumps(_relative_paths(json.loads(checkpoint["config"])), indent=4)
@@ -78,7 +102,7 @@ def ship(run: Path, target: Path) -> Path:
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         shutil.copy(run / "learning_curve.png", tmp / "learning_curve.png")
-        shutil.copy(MAPPING, tmp / MAPPING.name)
+        shutil.copy(mapping, tmp / mapping.name)
     return target / "model.pth"
 
 
@@ -93,11 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         "run", type=cli_args.existing_folder, help="run folder of python -m l2.bc.train (logs/bc/<name>)"
     )
     parser.add_argument(
-        "--to", type=cli_args.output_folder, default=str(SHIPPED), help="folder to write (default: the shipped policy)"
+        "--to",
+        type=cli_args.output_folder,
+        default=None,
+        help="folder to write (default: the run's task's shipped BC policy)",
     )
     args = parser.parse_args(argv)
-    run, target = Path(args.run), Path(args.to)
+    run = Path(args.run)
     try:
+        target = Path(args.to) if args.to else shipped_model(run_task(run)).parent
         print(f"shipped {shown(ship(run, target))} from {shown(run)}")
     except ShipError as exc:
         cli_args.fail(str(exc))

@@ -1,20 +1,26 @@
 """Behaviour cloning on the collected demos, end to end on the CPU: collect (if missing), split, train with
 robomimic's own trainer, serve the checkpoint over the policy-server protocol and evaluate it in the task.
 
-1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_lift_cube.hdf5``). Missing ones
-   are collected with every core (``python -m l2.distributed``, state only, the arm's start pose varied) and
-   merged into it.
+``--task`` is the gym id the policy acts in (the Franka's IK-absolute lift by default); its registration names the
+mapping config of what the policy observes and how its action is laid out (``bc_mapping``).
+
+1. Demos: the first N of ``--data`` (an L2 file; by default ``data/bc/scripted_<the mapping's name>.hdf5``).
+   Missing ones are collected from the task's scripted variant (``<task>-Scripted``) with every core
+   (``python -m l2.distributed``, state only, the arm's start pose varied) and merged into it.
 2. ``python -m l2.tools.split --first N``: ``mask/train_<N>`` / ``mask/valid_<N>`` (10 % valid) in that file.
-3. robomimic 0.3.0 trains ``config/robomimic/bc_lift_lowdim.json`` (BC, an MLP) on it, in robomimic's venv.
-4. Each saved checkpoint is served (``python -m l2.serve robomimic``) and evaluated for ``--checkpoint-episodes``
-   episodes, the last one for ``--episodes`` (``python -m l2.evaluate``, cube poses from the task's own
-   distribution, seed 1000: not the demos' initial states).
+3. robomimic 0.3.0 trains ``config/robomimic/bc_lift_lowdim.json`` (BC, an MLP) on it, in robomimic's venv;
+   actions outside [-1, 1] (joint targets) are scaled into it for training and back when served
+   (``l2/bc/action_scale.py``).
+4. Each saved checkpoint is served (``python -m l2.serve robomimic``) and evaluated in the task for
+   ``--checkpoint-episodes`` episodes, the last one for ``--episodes`` (``python -m l2.evaluate``, cube poses from
+   the task's own distribution, seed 1000: not the demos' initial states).
 5. ``<run>/summary.json`` (time, success with its 95 % interval) and ``<run>/learning_curve.png``.
 
 Examples::
 
     scripts/train_bc.sh                                  # 200 scripted demos, the shipped policy's recipe
     scripts/train_bc.sh --num_demos 25 --name n25        # one point of the data-scaling table
+    scripts/train_bc.sh --task L2-Lift-Cube-SO101-JointPos --name so101_bc_200   # the SO-101's
     python -m l2.bc.train --data data/bc/mix_lift_cube.hdf5 --num_demos 100 --name mix100
 """
 
@@ -29,12 +35,15 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
+
 from l2.format import cli_args
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "config" / "robomimic" / "bc_lift_lowdim.json"
-MAPPING = REPO / "config" / "robomimic" / "lift_cube_lowdim.yaml"
-DEFAULT_DATA = REPO / "data" / "bc" / "scripted_lift_cube.hdf5"
+DEFAULT_TASK = "L2-Lift-Cube-Franka-IK-Abs"
+MAPPING_KWARG = "bc_mapping"
+"""The gym registration kwarg naming a task's BC mapping config."""
 EVAL_SEED = 1000
 """Evaluation episodes draw their cube poses with this seed (the collections use others)."""
 
@@ -78,9 +87,31 @@ COLLECT_PRESETS = "presets=no_cameras,varied_start"
 (docs/train.md says why)."""
 
 
-def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
-    """Make ``path`` hold at least ``n`` scripted demos (:data:`COLLECT_PRESETS`), collecting the missing ones
-    on every core."""
+def bc_mapping(task: str) -> Path:
+    """The BC mapping config ``task``'s registration names (:data:`MAPPING_KWARG`); TrainError when none."""
+    import gymnasium as gym
+
+    from l2.recording import sim
+
+    sim.register_tasks()
+    spec = gym.registry.get(task)
+    if spec is None or MAPPING_KWARG not in spec.kwargs:
+        with_bc = sorted(t for t, s in gym.registry.items() if MAPPING_KWARG in s.kwargs)
+        raise TrainError(
+            f"--task {task}: {'no such task' if spec is None else 'its registration names no BC mapping'} "
+            f"(tasks with one: {', '.join(with_bc)})"
+        )
+    return Path(spec.kwargs[MAPPING_KWARG])
+
+
+def default_data(mapping: Path) -> Path:
+    """``data/bc/scripted_<the mapping's name, less _lowdim>.hdf5``: one demo file per task."""
+    return REPO / "data" / "bc" / f"scripted_{mapping.stem.removesuffix('_lowdim')}.hdf5"
+
+
+def ensure_demos(path: Path, task: str, n: int, workers: int, seed: int) -> None:
+    """Make ``path`` hold at least ``n`` scripted demos of ``task`` (:data:`COLLECT_PRESETS`), collecting the
+    missing ones on every core."""
     have = demo_count(path)
     if have >= n:
         return
@@ -92,6 +123,8 @@ def ensure_demos(path: Path, n: int, workers: int, seed: int) -> None:
             "l2.distributed",
             "--source",
             "scripted",
+            "--task",
+            f"{task}-Scripted",
             "--num_demos",
             n - have,
             "--workers",
@@ -165,8 +198,10 @@ def wait_until_serving(server: subprocess.Popen, what: str) -> None:
     raise TrainError(f"{what}: {last.removeprefix('error: ')}")
 
 
-def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, report: Path) -> dict:
-    """Serve ``checkpoint`` in robomimic's venv and measure it in the task: the evaluation report."""
+def evaluate_checkpoint(
+    robomimic_python: str, checkpoint: Path, task: str, mapping: Path, episodes: int, report: Path
+) -> dict:
+    """Serve ``checkpoint`` in robomimic's venv and measure it in ``task``: the evaluation report."""
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -176,7 +211,7 @@ def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, 
             "robomimic",
             str(checkpoint),
             "--config",
-            str(MAPPING),
+            str(mapping),
             "--host",
             "127.0.0.1",
             "--port",
@@ -197,8 +232,10 @@ def evaluate_checkpoint(robomimic_python: str, checkpoint: Path, episodes: int, 
                 "l2.evaluate",
                 "--policy",
                 f"server:127.0.0.1:{port}",
+                "--task",
+                task,
                 "--config",
-                MAPPING,
+                mapping,
                 "--episodes",
                 episodes,
                 "--num_envs",
@@ -222,6 +259,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
+        "--task",
+        default=DEFAULT_TASK,
+        help="gym id the policy acts in; demos come from its -Scripted variant (default: %(default)s)",
+    )
+    p.add_argument(
         "--num_demos",
         type=cli_args.positive_int,
         default=200,
@@ -230,8 +272,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--data",
         type=cli_args.output_file,
-        default=str(DEFAULT_DATA),
-        help="L2 file of the demos (collected when missing or short, scripted; default: %(default)s)",
+        default=None,
+        help="L2 file of the demos (collected when missing or short, scripted; default: "
+        "data/bc/scripted_<the task's BC mapping name>.hdf5, e.g. data/bc/scripted_lift_cube.hdf5)",
     )
     p.add_argument("--name", default=None, help="run name (default: bc_<num_demos>)")
     p.add_argument(
@@ -272,7 +315,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="python of robomimic's venv (default: built or found by scripts/setup_robomimic.sh)",
     )
     args = p.parse_args(argv)
-    args.data, args.output, args.recipe = Path(args.data), Path(args.output), Path(args.recipe)
+    try:
+        args.mapping = bc_mapping(args.task)
+    except TrainError as exc:
+        p.error(str(exc))
+    args.data = Path(args.data) if args.data else default_data(args.mapping)
+    args.output, args.recipe = Path(args.output), Path(args.recipe)
     try:  # before any demo is collected
         json.loads(args.recipe.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -291,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train(args: argparse.Namespace, name: str) -> int:
+    from l2.bc import action_scale
     from l2.bc.plot import algorithm, plot_run
     from l2.policy.report import rate_text
+    from l2.tools.split import mask_names
 
     python = (
         args.robomimic_python
@@ -302,7 +352,7 @@ def train(args: argparse.Namespace, name: str) -> int:
         .stdout.strip()
         .splitlines()[-1]
     )
-    ensure_demos(args.data, args.num_demos, args.workers, args.seed)
+    ensure_demos(args.data, args.task, args.num_demos, args.workers, args.seed)
     _run(
         [sys.executable, "-m", "l2.tools.split", args.data, "--first", args.num_demos, "--valid", "0.1", "--overwrite"]
     )
@@ -313,8 +363,16 @@ def train(args: argparse.Namespace, name: str) -> int:
     scratch = args.output / ".robomimic" / name  # robomimic's own output folder; one left by an interrupted run
     shutil.rmtree(scratch, ignore_errors=True)  # would make its trainer stop at an interactive prompt
     valid = valid_samples(args.data, args.num_demos)
+    with h5py.File(args.data, "r") as f:
+        train_demos = mask_names(f, f"train_{args.num_demos}")
+    scale = action_scale.fit(args.data, train_demos)
+    data = args.data
+    if scale is not None:  # robomimic trains on a copy with the actions scaled into [-1, 1]
+        data = run / "train_data.hdf5"
+        action_scale.write_training_copy(args.data, data, scale)
+        print(f"note: actions outside [-1, 1]: trained scaled into it ({shown(data)}), served scaled back")
     config = robomimic_config(
-        args.recipe, args.data, scratch.parent, name, args.num_demos, args.epochs, args.save_every, valid
+        args.recipe, data, scratch.parent, name, args.num_demos, args.epochs, args.save_every, valid
     )
     if not config["experiment"]["validate"]:
         print(f"note: the validation split holds {valid} samples, less than a batch: trained without validation loss")
@@ -328,6 +386,8 @@ def train(args: argparse.Namespace, name: str) -> int:
     shutil.move(str(produced / "models"), run / "models")
     shutil.move(str(produced / "logs"), run / "logs")
     shutil.rmtree(scratch)
+    if scale is not None:
+        action_scale.store_in_checkpoints(python, sorted((run / "models").glob("*.pth")), scale)
     epochs = config["train"]["num_epochs"]
     curve = {}
     start_eval = time.perf_counter()
@@ -335,14 +395,18 @@ def train(args: argparse.Namespace, name: str) -> int:
         epoch = int(checkpoint.stem.split("_")[-1])
         episodes = args.episodes if epoch == epochs else args.checkpoint_episodes
         if episodes:
-            report = evaluate_checkpoint(python, checkpoint, episodes, run / f"eval_epoch_{epoch}.json")
+            report = evaluate_checkpoint(
+                python, checkpoint, args.task, args.mapping, episodes, run / f"eval_epoch_{epoch}.json"
+            )
             curve[epoch] = (report["successes"], report["episodes"])
     final = curve[epochs]
     summary = {
         "name": name,
+        "task": args.task,
         "algorithm": algorithm(config),
         "data": shown(args.data),
         "num_demos": args.num_demos,
+        "actions_scaled": scale is not None,
         "epochs": epochs,
         "steps_per_epoch": config["experiment"]["epoch_every_n_steps"],
         "train_seconds": round(train_seconds),

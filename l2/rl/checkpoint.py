@@ -7,7 +7,7 @@ rollout can say exactly what differs; for other rsl_rl checkpoints the widths ar
 Export a trained run's checkpoint as the shipped policy (actor and critic, no optimizer state, plus the
 env/agent cfgs it was trained with)::
 
-    python -m l2.rl.checkpoint logs/rl/<run>/model_<it>.pt --to l2/rl/checkpoints/lift_cube_ppo
+    python -m l2.rl.checkpoint logs/rl/<run>/model_<it>.pt --to l2/lift/config/franka/policies/rl
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from l2.format import cli_args
 from l2.format.l2file import one_line
+from l2.lift.config import franka
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv
 
-SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "lift_cube_ppo"
-"""The shipped policy's folder: ``model.pt``, ``params/env.yaml``, ``params/agent.yaml``, ``train.md``."""
-SHIPPED_MODEL = SHIPPED / "model.pt"
+SHIPPED_MODEL = franka.RL_POLICY
+SHIPPED = SHIPPED_MODEL.parent
+"""The Franka's shipped policy's folder: ``model.pt``, ``params/env.yaml``, ``params/agent.yaml``."""
 
 POLICY_KWARG = "rsl_rl_policy"
 """The gym registration kwarg naming an RL task's shipped policy (``model.pt``)."""

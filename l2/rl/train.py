@@ -121,7 +121,8 @@ def frozen_actor(ppo) -> Iterator[None]:
 def resume_parts(checkpoint: str) -> dict | None:
     """What to load from a checkpoint to continue from it: all of a run's own; actor and critic of a shipped one.
 
-    Shipped checkpoints (l2/rl/checkpoints/) carry no optimizer state, so a fine-tune from one starts Adam afresh.
+    Shipped checkpoints (l2/lift/config/<robot>/policies/) carry no optimizer state, so a fine-tune from one starts
+    Adam afresh.
     """
     import torch
 

@@ -10,17 +10,25 @@ import gymnasium as gym
 
 TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
 RL_TASK_ID = "L2-Lift-Cube-Franka-JointPos-Rel"
-RL_POLICY = Path(__file__).resolve().parents[3] / "rl" / "checkpoints" / "lift_cube_ppo" / "model.pt"
+RL_POLICY = Path(__file__).resolve().parent / "policies" / "rl" / "model.pt"
 """The shipped RL policy (``python -m l2.rl.checkpoint RUN/model.pt --to`` its folder)."""
 
+BC_MAPPING = Path(__file__).resolve().parents[4] / "config" / "robomimic" / "lift_cube_lowdim.yaml"
+"""What a state-based BC policy of this task observes and how its action is laid out (``python -m l2.bc.train``)."""
+BC_POLICY = Path(__file__).resolve().parent / "policies" / "bc" / "model.pth"
+"""The shipped BC policy (``python -m l2.bc.ship``)."""
+_BC = {"bc_mapping": str(BC_MAPPING), "bc_policy": str(BC_POLICY)}
+
 _IK_ABS = f"{__name__}.ik_abs_env_cfg"
-for task_id, entry_point, cfg in (
-    (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg"),
-    (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg"),
-    (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg"),
-    (f"{TASK_ID}-Mimic", "l2.mimic.env:LiftCubeMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg"),
+for task_id, entry_point, cfg, extra in (
+    (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg", _BC),
+    (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg", {}),
+    (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg", {}),
+    (f"{TASK_ID}-Mimic", "l2.mimic.env:LiftCubeMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg", {}),
 ):
-    gym.register(id=task_id, entry_point=entry_point, kwargs={"env_cfg_entry_point": cfg}, disable_env_checker=True)
+    gym.register(
+        id=task_id, entry_point=entry_point, kwargs={"env_cfg_entry_point": cfg, **extra}, disable_env_checker=True
+    )
 
 for task_id in (RL_TASK_ID, "L2-Lift-Cube-Franka-RL"):  # the second: an older name, kept as an alias
     gym.register(
