@@ -40,7 +40,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from l2.recording.workers import usable_cores  # noqa: E402
-from l3.mapping import load_mapping  # noqa: E402
+from l3.config_file import load_mapping  # noqa: E402
 
 CONFIG = REPO / "config" / "lift_cube.yaml"
 

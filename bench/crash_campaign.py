@@ -224,10 +224,10 @@ class FinishedFirst(Exception):
 
 
 def driver_round(work: Path, rng: random.Random, seed: int, num_demos: int) -> DriverRound:
-    from l2.distributed import count_demos
     from l2.format.locks import LOCK, in_use, lock_holder
     from l2.format.validate import validate_file
     from l2.recording.output import work_folder
+    from l2.recording.shards import count_demos
 
     out = work / f"round_{seed}_{num_demos}" / "scripted_lift_cube.hdf5"
     out.parent.mkdir(parents=True)

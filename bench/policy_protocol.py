@@ -39,7 +39,7 @@ class ZeroChunk:
 
     def __init__(self):
         from l2.policy.modality import ModalityAdapter
-        from l3.mapping import load_mapping
+        from l3.config_file import load_mapping
 
         self.widths = ModalityAdapter(load_mapping(CONFIG)).action_widths()
 
@@ -81,7 +81,7 @@ def serve(mode: str, port: int) -> None:
 
 def observation(batch: int, size: int, rng: np.random.Generator) -> dict:
     from l2.policy.modality import ModalityAdapter
-    from l3.mapping import load_mapping
+    from l3.config_file import load_mapping
 
     terms = {
         "obs/joint_pos": rng.normal(size=(batch, 9)).astype(np.float32),

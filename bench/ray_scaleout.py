@@ -37,6 +37,7 @@ def collect(tmp: Path, demos: int, workers: int, num_envs: int) -> dict:
     import ray
 
     from l2 import distributed
+    from l2.tools.ray_cluster import start_ray
 
     out = tmp / f"scripted_lift_cube_w{workers}"
     args = distributed.parse_args(
@@ -56,7 +57,7 @@ def collect(tmp: Path, demos: int, workers: int, num_envs: int) -> dict:
         ]
     )
     t0 = time.perf_counter()
-    distributed.start_ray(None)
+    start_ray(None)
     init = time.perf_counter() - t0
     try:
         results, seconds = distributed.run(args)

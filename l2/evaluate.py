@@ -35,7 +35,8 @@ import numpy as np
 from l2.format import cli_args, schema
 from l2.policy.report import EpisodeResult, EvaluationReport, rate_text
 from l2.recording import cli, sim
-from l2.recording.workers import AUTO, usable_cores, workers_arg
+from l2.recording.cli import AUTO, workers_arg
+from l2.recording.workers import usable_cores
 
 if TYPE_CHECKING:
     import torch
@@ -435,8 +436,8 @@ def evaluate(args: argparse.Namespace) -> int:
     adapter = client = checkpoint = None
     if spec.served:
         from l2.policy.modality import ModalityAdapter
+        from l3.config_file import load_mapping
         from l3.errors import ConfigError
-        from l3.mapping import load_mapping
 
         try:
             mapping = load_mapping(args.config)
@@ -521,9 +522,9 @@ def evaluate_spread(args: argparse.Namespace, workers: int, episodes: int) -> in
     import shutil
     import tempfile
 
-    from l2.distributed import last_error, shard_seed, shard_targets
     from l2.recording import workers as spread
     from l2.recording.output import check_output
+    from l2.recording.shards import last_error, shard_seed, shard_targets
     from l2.tools.merge import MergeError
 
     record = Path(args.record).absolute() if args.record else None
@@ -822,8 +823,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_config(path: str) -> None:
+    from l3.config_file import load_mapping
     from l3.errors import ConfigError
-    from l3.mapping import load_mapping
 
     try:
         load_mapping(path)

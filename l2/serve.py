@@ -11,7 +11,7 @@ Examples::
 
     python -m l2.serve replay outputs/lift_cube_gr00t --port 5555
     python -m l2.evaluate --policy server:localhost:5555 --reset-from data/demos/scripted_lift_cube.hdf5
-    $(scripts/setup_robomimic.sh) -m l2.serve robomimic l2/bc/checkpoints/lift_cube_bc/model.pth --port 5556
+    $(scripts/setup_robomimic.sh) -m l2.serve robomimic l2/lift/config/franka/policies/bc/model.pth --port 5556
     python -m l2.evaluate --policy server:localhost:5556 --config config/robomimic/lift_cube_lowdim.yaml
 """
 
@@ -35,8 +35,8 @@ class ServeError(RuntimeError):
 
 def _replay(args: argparse.Namespace):
     from l2.policy.replay import DatasetError, DatasetReplayPolicy
+    from l3.config_file import load_mapping
     from l3.errors import ConfigError
-    from l3.mapping import load_mapping
 
     try:
         mapping = load_mapping(args.config) if args.config else None
@@ -49,8 +49,8 @@ def _replay(args: argparse.Namespace):
 
 def _robomimic(args: argparse.Namespace):
     from l2.bc.robomimic_policy import CheckpointError, RobomimicPolicy
+    from l3.config_file import load_mapping
     from l3.errors import ConfigError
-    from l3.mapping import load_mapping
 
     try:
         return RobomimicPolicy(
@@ -62,8 +62,8 @@ def _robomimic(args: argparse.Namespace):
 
 def _lerobot(args: argparse.Namespace):
     from l2.bc.lerobot_policy import CheckpointError, LeRobotPolicy
+    from l3.config_file import load_mapping
     from l3.errors import ConfigError
-    from l3.mapping import load_mapping
 
     try:
         return LeRobotPolicy(

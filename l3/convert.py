@@ -38,9 +38,10 @@ from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l3 import inputs as l3_inputs
 from l3 import v30
 from l3 import validate as l3_validate
+from l3.config_file import load_mapping
 from l3.errors import ConfigError, InputError, OutputInvalid, UsageError
 from l3.layout import Layout
-from l3.mapping import Mapping, dump_mapping, load_mapping, with_names
+from l3.mapping import Mapping, dump_mapping, with_names
 from l3.output import SourceCount, Summary, replace_output
 from l3.readers.common import EpisodeRef, check_read_through
 from l3.writer import BackgroundWrites, EpisodeJob, EpisodeResult, MetaWriter, write_episode

@@ -23,9 +23,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from l3.config_file import load_mapping
 from l3.episode import Episode
 from l3.errors import ConfigError, InputError
-from l3.mapping import Mapping, load_mapping, reconcile, resolve_fps, with_names
+from l3.mapping import Mapping, reconcile, resolve_fps, with_names
 from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
 from l3.readers.common import EpisodeRef, FileScan, Reader, check_read_through, open_hdf5, reading
 

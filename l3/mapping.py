@@ -10,11 +10,9 @@ See ``config/lift_cube.yaml`` for the shipped example and ``docs/l3.md`` for the
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -437,31 +435,6 @@ def mapping_from_dict(d: Any, where: str = "<config>", prefix: str = "") -> Mapp
             for fmt, sub in inputs.items()
         ),
     )
-
-
-def load_mapping(path: str | Path) -> Mapping:
-    """Load a YAML mapping file; its ``video:`` options are tried on one tiny frame (:func:`l3.video.option_problem`)
-    so that PyAV's refusal comes now, before any output is written. A process without PyAV (a policy server in a
-    trainer's venv) encodes no video, and skips that try."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read mapping config ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML ({str(e).splitlines()[0]})") from None
-    except ValueError as e:  # a value YAML's resolver takes for a date that is none, e.g. 2024-13-45
-        raise ConfigError(f"{path}: invalid YAML ({e})") from None
-    m = mapping_from_dict(doc, str(path))
-    if isinstance(doc.get("video"), dict) and doc["video"] and importlib.util.find_spec("av") is not None:
-        from l3.video import option_problem
-
-        problem = option_problem(m.video)
-        if problem is not None:
-            raise ConfigError(f"{path}: video.{problem[0]}: {problem[1]}")
-    return m
 
 
 # --------------------------------------------------------------------------- dump

@@ -14,7 +14,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from l2.distributed import start_ray
+from l2.tools.ray_cluster import start_ray
 
 _STATE: dict = {"key": None}
 _END = object()

@@ -18,13 +18,13 @@ SCRIPTED_RUN = REPO / "l2" / "scripted" / "run.py"
 
 def pytest_configure(config) -> None:
     """Under pytest-xdist, each worker, and every simulator or trainer its tests start, gets its share of the cores'
-    OpenMP and torch threads (as ``--workers`` gives each collector: :func:`l2.distributed.thread_limit`); with the
+    OpenMP and torch threads (as ``--workers`` gives each collector: :func:`l2.recording.shards.thread_limit`); with the
     default, one thread per core in every process, their waiting threads spin on the cores the others need. An
     ``OMP_NUM_THREADS`` the user set is kept."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers < 2 or "OMP_NUM_THREADS" in os.environ:
         return
-    from l2.distributed import thread_limit
+    from l2.recording.shards import thread_limit
     from l2.recording.workers import usable_cores
 
     threads = max(1, usable_cores() // workers)

@@ -380,8 +380,8 @@ def test_finite_float_takes_any_finite_number() -> None:
 )
 def test_load_mapping_names_the_file_and_key(tmp_path: Path, content: bytes, says: str) -> None:
     """What l3/convert.py, l2.evaluate --config and l2.serve --config load a config with."""
+    from l3.config_file import load_mapping
     from l3.errors import ConfigError
-    from l3.mapping import load_mapping
 
     path = tmp_path / "my.yaml"
     path.write_bytes(content)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from l3_fixtures import make_l2_file
 
-from l2.distributed import count_demos, shard_seed, shard_seeds, shard_targets
 from l2.format import schema
 from l2.format.validate import validate_file
+from l2.recording.shards import count_demos, shard_seed, shard_seeds, shard_targets
 from l3 import layout
 from l3.convert import convert
 from l3.validate import validate

@@ -261,7 +261,7 @@ def test_sigterm_ends_a_merge_with_nothing_left(tmp_path):
 def test_a_shard_whose_collector_refuses_is_not_retried(tmp_path):
     """A distributed worker whose collector ends with a one-line error (exit 2: a full disk, a file in use) stops
     at once and hands that line to the driver, which exits 2; a crash (another status) is retried."""
-    from l2.distributed import ShardSpec, run_shard
+    from l2.recording.shards import ShardSpec, run_shard
 
     log = tmp_path / "shard_0.log"
     refuse = "import sys; print('error: shard_0.hdf5: no space left on device (0.0 MB free)'); sys.exit(2)"

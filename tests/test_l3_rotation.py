@@ -15,9 +15,10 @@ from l3_fixtures import make_l2_file
 from scipy.spatial.transform import Rotation
 
 from l3 import layout
+from l3.config_file import load_mapping
 from l3.convert import convert
 from l3.errors import ConfigError, InputError
-from l3.mapping import load_mapping, mapping_from_dict
+from l3.mapping import mapping_from_dict
 from l3.validate import validate
 
 REPO = Path(__file__).resolve().parent.parent

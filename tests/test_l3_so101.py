@@ -23,9 +23,10 @@ from conftest import lerobot_python, run_probe
 from l3_fixtures import SO101_CAMERAS, SO101_LIMITS, make_so101_file
 
 from l3 import layout
+from l3.config_file import load_mapping
 from l3.convert import convert, main
 from l3.errors import ConfigError
-from l3.mapping import NORM_MODES, Slice, load_mapping, mapping_from_dict, mapping_to_dict
+from l3.mapping import NORM_MODES, Slice, mapping_from_dict, mapping_to_dict
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config/so101_lift_cube.yaml"

@@ -13,9 +13,10 @@ import pytest
 from l3_fixtures import CAMERAS, make_l2_file
 
 from l3 import layout, stats
+from l3.config_file import load_mapping
 from l3.convert import convert
 from l3.errors import ConfigError
-from l3.mapping import dump_mapping, load_mapping, mapping_from_dict, mapping_to_dict
+from l3.mapping import dump_mapping, mapping_from_dict, mapping_to_dict
 from l3.validate import main as validate_main
 from l3.validate import validate
 

@@ -16,8 +16,9 @@ from l2.format import schema
 from l2.policy import protocol
 from l2.policy.modality import ModalityAdapter, ModalityError
 from l2.policy.replay import DatasetError, DatasetReplayPolicy
+from l3.config_file import load_mapping
 from l3.convert import convert
-from l3.mapping import load_mapping, mapping_from_dict
+from l3.mapping import mapping_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "lift_cube.yaml"

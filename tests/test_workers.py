@@ -18,11 +18,11 @@ import h5py
 import pytest
 from conftest import REPO, SCRIPTED_RUN, run_scripted
 
-from l2.distributed import count_demos
 from l2.format.l2file import L2File
 from l2.format.locks import LOCK, in_use, lock_holder
 from l2.format.validate import validate_file
 from l2.recording import workers
+from l2.recording.shards import count_demos
 from l2.scripted.run import parse_args
 
 STATE = ("--num_envs", "2", "--num_demos", "4", "presets=no_cameras")
@@ -374,7 +374,7 @@ def test_a_second_driver_on_a_file_in_use_is_refused_and_the_first_keeps_its_dem
 def test_a_shard_runs_no_more_episodes_than_its_share(tmp_path):
     """A shard's ``max_attempts`` counts the episodes of all its collector runs: a run that used them up is not
     started again; a shard whose failed episodes are kept in a file is continued with ``--append``."""
-    from l2.distributed import ShardSpec, run_shard
+    from l2.recording.shards import ShardSpec, run_shard
 
     shard = tmp_path / "shard_0.hdf5"
     failed = tmp_path / "shard_0_failed.hdf5"

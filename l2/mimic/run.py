@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from l2.format import atomic, cli_args
-from l2.recording import cli, sim
+from l2.recording import cli, sim, workers
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Mimic"
 
@@ -232,7 +232,7 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _check_input(args)  # once, before any collector process starts
-    return cli.run_collector(generate, args, ["-m", "l2.mimic"], desc="mimic demos")
+    return workers.run_collector(generate, args, ["-m", "l2.mimic"], desc="mimic demos")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,36 @@ from pathlib import Path
 
 from l2.format import cli_args
 from l2.format.interrupts import StopRequest, stop_on_signals  # noqa: F401  (the runners' names for them)
+from l2.recording.errors import OneLineError
 from l2.recording.output import OnExists
-from l2.recording.sim import OneLineError
+
+AUTO = "auto"
+
+
+def workers_arg(value: str) -> str | int:
+    """``--workers``: ``auto`` or a count >= 1."""
+    if value == AUTO:
+        return AUTO
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: give auto or a number of processes >= 1")
+    return count
+
+
+def add_workers_args(group) -> None:
+    group.add_argument("--joins", default=None, help=argparse.SUPPRESS)  # a collector's: the file of --append
+    group.add_argument(
+        "--workers",
+        type=workers_arg,
+        default=AUTO,
+        metavar="K",
+        help="collector processes, each with num_envs/K envs and its share of the demos, merged into --output at "
+        "the end (default: auto = one per usable CPU core on the CPU, at most num_envs and num_demos; 1 on CUDA; "
+        "1 = everything in this process)",
+    )
 
 
 def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
@@ -28,7 +56,8 @@ def add_output_args(
     parser: argparse.ArgumentParser, *, default_output: str, num_demos: int, workers: bool = False, min_demos: int = 1
 ) -> None:
     """``--num_demos`` (at least ``min_demos``), ``--output`` and what to do with an existing one; ``workers``: also
-    ``--workers``, for a runner that spreads its collection over collector processes (:func:`run_collector`)."""
+    ``--workers``, for a runner that spreads its collection over collector processes
+    (:func:`l2.recording.workers.run_collector`)."""
     group = parser.add_argument_group("dataset")
     group.add_argument(
         "--num_demos",
@@ -55,8 +84,6 @@ def add_output_args(
     exists.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     exists.add_argument("--append", action="store_true", help="add demos to an existing output file")
     if workers:
-        from l2.recording.workers import add_workers_args
-
         add_workers_args(group)
 
 
@@ -145,7 +172,7 @@ def validator_verdict(path: Path) -> tuple[bool, str]:
 
 
 def run_reporting_errors(runner: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a runner; a :class:`~l2.recording.sim.OneLineError` (e.g. demos that do not match the file they would be
+    """Run a runner; a :class:`~l2.recording.errors.OneLineError` (e.g. demos that do not match the file they would be
     appended to, an unknown preset) becomes one line on stderr and exit status 2, with nothing written."""
     try:
         return runner(args)
@@ -165,27 +192,6 @@ def preflight(args: argparse.Namespace, check: Callable[[argparse.Namespace], No
             check(args)
     except OneLineError as exc:
         fail(str(exc))
-
-
-def run_collector(
-    runner: Callable[[argparse.Namespace], int],
-    args: argparse.Namespace,
-    collector: str | list[str],
-    *,
-    desc: str,
-    check: Callable[[argparse.Namespace], None] | None = None,
-) -> int:
-    """Run a collection in this process, or spread it over ``--workers`` collector processes, each started as
-    ``python <collector> ...`` (a script's path, or ``["-m", module]``; :mod:`l2.recording.workers`); after the
-    :func:`preflight` checks, with the runner's ``check``."""
-    from l2.recording import workers
-
-    preflight(args, check)
-    count = workers.count(args)
-    if count > 1:
-        command = [str(Path(collector).resolve())] if isinstance(collector, str) else collector
-        return workers.run(args, command, count, desc=desc)
-    return run_reporting_errors(runner, args)
 
 
 fail = cli_args.fail

@@ -10,20 +10,12 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from l2.format import cli_args
+from l2.recording.errors import OneLineError, RecordingIOError
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv, ManagerBasedRLEnvCfg
 
 DEFAULT_TASK = "L2-Lift-Cube-Franka-IK-Abs"
-
-
-class OneLineError(RuntimeError):
-    """An error a runner reports as one line (``error: ...``) and exit status 2, without a traceback, also from
-    inside :func:`make_env` (where Isaac Lab's launcher would print one for any other exception)."""
-
-    def line(self, env: ManagerBasedRLEnv) -> str:
-        """The line to print, once ``env`` has stopped (a subclass may close or inspect what it wrote)."""
-        return str(self)
 
 
 class TaskCfgError(OneLineError):
@@ -230,12 +222,15 @@ def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str, **launcher_args) -> Itera
     with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device, **launcher_args}):
         env = gym.make(task, cfg=env_cfg).unwrapped
         try:
-            from l2.recording.handler import check_append_layout
+            from l2.recording.handler import check_append_layout, close_after_io_error
 
             check_append_layout(env)  # before the first step: a mismatch is known now, not at the first demo
             yield env
+        except RecordingIOError as exc:
+            print(f"error: {exc.line(close_after_io_error(env))}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
         except OneLineError as exc:
-            print(f"error: {exc.line(env)}", file=sys.stderr, flush=True)
+            print(f"error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
         finally:
             env.close()

@@ -3,7 +3,7 @@
 Warp runs its CPU kernels on one core, so one collector process keeps one core busy. With ``--workers auto``
 (the default on the CPU: one per usable core, at most one per env and per demo) a runner (``l2/scripted/run.py``,
 ``l2/rl/rollout.py``, ``python -m l2.mimic``) starts K collectors of itself, each with its share of the envs and
-of the demos, through :func:`l2.distributed.run_shard`: each writes ``shard_<k>.hdf5`` in ``.<output
+of the demos, through :func:`l2.recording.shards.run_shard`: each writes ``shard_<k>.hdf5`` in ``.<output
 stem>.workers/`` beside the output, a killed collector is started again and continues its shard under a new seed.
 Each shard's seeds derive from ``--seed`` (and, with ``--append``, from the demos already in the file, so that an
 appended run does not repeat them). When every shard is complete, the shards are merged into the output with
@@ -30,11 +30,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from l2.distributed import count_demos
 from l2.format import atomic, schema
 from l2.format.interrupts import StopRequest, stop_on_signals
+from l2.recording.cli import AUTO
+from l2.recording.shards import count_demos
 
-AUTO = "auto"
 MANIFEST = "workers.json"
 """In the shards' folder: the command the shards belong to, and the output's demo count before it."""
 PER_SHARD = (
@@ -48,32 +48,6 @@ UNSHARDED = {
     "annotated": "--annotated writes one file per run",
 }
 """Options a run of several collectors cannot honour (``--workers auto`` then means 1)."""
-
-
-def workers_arg(value: str) -> str | int:
-    """``--workers``: ``auto`` or a count >= 1."""
-    if value == AUTO:
-        return AUTO
-    try:
-        count = int(value)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: give auto or a number of processes >= 1")
-    return count
-
-
-def add_workers_args(group) -> None:
-    group.add_argument("--joins", default=None, help=argparse.SUPPRESS)  # a collector's: the file of --append
-    group.add_argument(
-        "--workers",
-        type=workers_arg,
-        default=AUTO,
-        metavar="K",
-        help="collector processes, each with num_envs/K envs and its share of the demos, merged into --output at "
-        "the end (default: auto = one per usable CPU core on the CPU, at most num_envs and num_demos; 1 on CUDA; "
-        "1 = everything in this process)",
-    )
 
 
 def usable_cores() -> int:
@@ -131,9 +105,9 @@ def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace, drop
 def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: str) -> int:
     """Collect ``args.num_demos`` demos into ``args.output`` with ``workers`` collector processes, each started as
     ``python <collector> <args>`` (see the module docstring); the exit status of the run."""
-    from l2.distributed import ShardSpec, shard_path, shard_seed, shard_targets
     from l2.recording import cli
     from l2.recording.output import check_output, hold_output
+    from l2.recording.shards import ShardSpec, shard_path, shard_seed, shard_targets
 
     output = Path(args.output).absolute()
     folder = shard_folder(output)
@@ -244,7 +218,7 @@ def _collect(specs, num_demos: int, desc: str):
     first SIGINT/SIGTERM received (passed on to every collector), if any."""
     from tqdm import tqdm
 
-    from l2.distributed import run_shard
+    from l2.recording.shards import run_shard
 
     counts: dict[int, int] = {}
     with (
@@ -271,7 +245,7 @@ def run_processes(
 
     from tqdm import tqdm
 
-    from l2.distributed import parent_death_signal, thread_limit
+    from l2.recording.shards import parent_death_signal, thread_limit
 
     with (
         tqdm(total=total, unit=unit, desc=desc, dynamic_ncols=True, mininterval=0.5) as bar,
@@ -309,8 +283,8 @@ def _finish(args, output: Path, folder: Path, specs, results, stopped, before: i
     summary; or keep the folder and say why the run ends short."""
     import sys
 
-    from l2.distributed import last_error
     from l2.recording import collect
+    from l2.recording.shards import last_error
     from l2.tools.merge import MergeError
 
     total = sum(r.demos for r in results)
@@ -406,3 +380,24 @@ def _env_args(shard: Path, num_envs: int) -> dict:
     if isinstance(env_args.get("sim_args"), dict):
         env_args["sim_args"] = {**env_args["sim_args"], "num_envs": num_envs}
     return env_args
+
+
+def run_collector(
+    runner: Callable[[argparse.Namespace], int],
+    args: argparse.Namespace,
+    collector: str | list[str],
+    *,
+    desc: str,
+    check: Callable[[argparse.Namespace], None] | None = None,
+) -> int:
+    """Run a collection in this process, or spread it over ``--workers`` collector processes, each started as
+    ``python <collector> ...`` (a script's path, or ``["-m", module]``; :mod:`l2.recording.workers`); after the
+    :func:`l2.recording.cli.preflight` checks, with the runner's ``check``."""
+    from l2.recording import cli
+
+    cli.preflight(args, check)
+    workers = count(args)
+    if workers > 1:
+        command = [str(Path(collector).resolve())] if isinstance(collector, str) else collector
+        return run(args, command, workers, desc=desc)
+    return cli.run_reporting_errors(runner, args)

@@ -23,7 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from l2.format import cli_args
-from l2.recording import cli, sim
+from l2.recording import cli, sim, workers
 from l2.rl.train import DEFAULT_TASK, load_agent_cfg
 
 
@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=cli_args.existing_file,
         default=None,
         help="rsl_rl checkpoint (model_<it>.pt) written by l2/rl/train.py (default: the task's shipped policy, "
-        "on the Franka l2/rl/checkpoints/lift_cube_ppo/model.pt)",
+        "on the Franka l2/lift/config/franka/policies/rl/model.pt)",
     )
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
     cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10, workers=True)
@@ -76,7 +76,7 @@ def rollout(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_collector(rollout, parse_args(argv), __file__, desc="rl demos", check=_check_checkpoint)
+    return workers.run_collector(rollout, parse_args(argv), __file__, desc="rl demos", check=_check_checkpoint)
 
 
 def _check_checkpoint(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from l2.recording import cli, sim
+from l2.recording import cli, sim, workers
 
 DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Scripted"
 
@@ -65,7 +65,7 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_collector(collect, parse_args(argv), __file__, desc="scripted demos")
+    return workers.run_collector(collect, parse_args(argv), __file__, desc="scripted demos")
 
 
 if __name__ == "__main__":

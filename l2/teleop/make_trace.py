@@ -26,7 +26,8 @@ import torch
 from isaaclab.devices import DeviceBase
 
 from l2.format import cli_args
-from l2.recording.sim import OneLineError, override_arg
+from l2.recording.errors import OneLineError
+from l2.recording.sim import override_arg
 from l2.teleop.devices import POS_STEP, ROT_STEP
 
 # (phase, height of the end effector above the cube centre, gripper, ticks to hold after reaching it)
