@@ -21,20 +21,6 @@ class FrameSource(Protocol):
 
 
 @dataclass
-class ArrayFrames:
-    """A FrameSource over an array already in memory (tests, small readers)."""
-
-    frames: np.ndarray
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        return tuple(self.frames.shape)  # type: ignore[return-value]
-
-    def chunks(self) -> Iterator[np.ndarray]:
-        yield self.frames
-
-
-@dataclass
 class Episode:
     """One episode, already mapped to GR00T modalities.
 

@@ -546,7 +546,7 @@ def check_append_layout(env: ManagerBasedEnv) -> None:
 
 
 def _episode_obs_layout(data: dict, streamed: dict[str, SpooledFrames]) -> dict[str, tuple]:
-    """What :func:`l2.format.validate.obs_layout` will read back from this episode once written."""
+    """What :func:`l2.format.l2file.obs_layout` will read back from this episode once written."""
     layout = {}
 
     def walk(node: dict, prefix: str) -> None:

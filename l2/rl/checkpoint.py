@@ -132,26 +132,6 @@ def inference_policy(env: ManagerBasedRLEnv, path: str | Path, checkpoint: dict,
     return vec_env, runner.get_inference_policy(device=env.device)
 
 
-def append_inputs(checkpoint: dict, terms: list[list]) -> dict:
-    """Widen a checkpoint of our layout to observation ``terms`` (``[[name, width], ...]``) appended to its input,
-    with zero weights and a neutral normaliser (mean 0, std 1): the networks' outputs, and so the policy's
-    actions, stay exactly what they were. For when the task gains observation terms (appended last)."""
-    import torch
-
-    added = sum(width for _, width in terms)
-    for key in ("actor_state_dict", "critic_state_dict"):
-        state = checkpoint[key]
-        first = next(k for k in state if k.startswith("mlp.") and k.endswith(".weight"))
-        state[first] = torch.cat([state[first], state[first].new_zeros(state[first].shape[0], added)], dim=1)
-        for stat, fill in (("_mean", 0.0), ("_var", 1.0), ("_std", 1.0)):
-            name = f"obs_normalizer.{stat}"
-            if name in state:
-                state[name] = torch.cat([state[name], state[name].new_full((1, added), fill)], dim=1)
-    layout = checkpoint.setdefault("infos", {}).setdefault("layout", {"observation": [], "action": []})
-    layout["observation"] = [*layout["observation"], *[[n, w] for n, w in terms]]
-    return checkpoint
-
-
 def export(source: Path, target: Path) -> Path:
     """Copy a run's checkpoint (actor, critic and infos only) and the run's cfgs into ``target``."""
     import torch
