@@ -71,7 +71,7 @@ SMOKE = {
     ),
     "record_overhead.py": (
         ["--robot", "so101", "--num_envs", "2", "--steps", "4", "--repeats", "1"],
-        ["scripted loop on L2-Lift-Cube-SO101-JointPos-Scripted", "no recording (baseline)"],
+        ["scripted loop on L2-Lift-Cube-SO101-JointPos-Scripted", "no recording (baseline)", "CPU/frame vs baseline"],
         ("sim",),
     ),
     "ray_scaleout.py": (
