@@ -9,9 +9,9 @@
 #   RL_DEMOS=4 RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
 #   ROBOT=so101 scripts/main.sh          # the SO-101 (docs/so101.md): its files are <source>_<task>_so101.hdf5
 #
-# ROBOT=so101 collects scripted demos and a leader-arm teleop session (config/teleop/so101_*), converts them with
-# config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out and
-# evaluates its shipped RL and BC policies (l2/lift/config/so101/policies/, trained on the plain scene: docs/so101.md
+# ROBOT=so101 collects scripted, Mimic and RL demos and a leader-arm teleop session (config/teleop/so101_*), converts
+# them with config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out
+# and evaluates its shipped RL and BC policies (l2/lift/config/so101/policies/, trained on the plain scene: docs/so101.md
 # gives their rates on both scenes) and evaluates in closed loop the converted dataset's own actions served over
 # GR00T's policy protocol.
 #
@@ -23,8 +23,8 @@
 # Scripted demos are appended to data/demos/scripted_<task>.hdf5 (an existing file is never truncated); on the
 # first run a teleop session is replayed from config/teleop/ into data/demos/teleop_<task>.hdf5; the scene's
 # shipped RL policy (l2/lift/config/franka/policies/rl_variety or rl; or RL_CHECKPOINT) appends RL_DEMOS (2)
-# rollouts to data/demos/rl_<task>.hdf5. A demo file of an
-# earlier version (no camera frames; RL demos without the cube's orientation) is moved to data/demos_earlier/,
+# rollouts to data/demos/rl_<task>.hdf5; Isaac Lab Mimic appends MIMIC_DEMOS (2) demos generated from this run's
+# scripted ones to data/demos/mimic_<task>.hdf5. A demo file of an earlier version (no camera frames; RL demos without the cube's orientation) is moved to data/demos_earlier/,
 # never mixed with new demos. The GR00T dataset is derived from this scene's files in data/demos/ and rewritten.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,13 +40,13 @@ case "${SCENE:-variety}" in
 esac
 MAPPING=config/lift_cube.yaml
 CAMERAS="table_cam,wrist_cam"
-GYM_TASK=(); TELEOP_TASK=(); RL_TASK=(); BC_TASK=()
+GYM_TASK=(); TELEOP_TASK=(); RL_TASK=(); BC_TASK=(); MIMIC_TASK=()
 BC_MODEL="l2/lift/config/franka/policies/bc/model.pth"; BC_CONFIG=config/robomimic/lift_cube_lowdim.yaml
 case "${ROBOT:-franka}" in
   franka) ;;
   so101)  TASK="${TASK/lift_cube/lift_cube_so101}"; MAPPING=config/so101_lift_cube.yaml; CAMERAS="front,wrist"
           GYM_TASK=(--task L2-Lift-Cube-SO101-JointPos-Scripted); TELEOP_TASK=(--task L2-Lift-Cube-SO101-JointPos-Teleop)
-          RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel)
+          RL_TASK=(--task L2-Lift-Cube-SO101-JointPos-Rel); MIMIC_TASK=(--task L2-Lift-Cube-SO101-JointPos-Mimic)
           RL_POLICY="${RL_CHECKPOINT:-l2/lift/config/so101/policies/rl/model.pt}"  # trained on the plain scene
           BC_TASK=(--task L2-Lift-Cube-SO101-JointPos); BC_MODEL=l2/lift/config/so101/policies/bc/model.pth
           BC_CONFIG=config/robomimic/so101_lift_cube_lowdim.yaml
@@ -56,6 +56,7 @@ esac
 DEMOS="data/demos/scripted_$TASK.hdf5"
 TELEOP="data/demos/teleop_$TASK.hdf5"
 RL="data/demos/rl_$TASK.hdf5"
+MIMIC="data/demos/mimic_$TASK.hdf5"
 GR00T="outputs/${TASK}_gr00t"
 REPORTS="outputs/reports"
 EVAL="outputs/eval"
@@ -65,7 +66,7 @@ start=$(date +%s)
 # Demos recorded before the cameras existed, or before every source recorded the cube's orientation and the
 # end-effector pose (what state policies need; RL demos older than that also hold the pose reached, not
 # commanded), cannot share a file or a dataset with new demos: such files are moved aside, never appended to.
-for f in "$DEMOS" "$TELEOP" "$RL"; do
+for f in "$DEMOS" "$TELEOP" "$RL" "$MIMIC"; do
   [ -f "$f" ] || continue
   expect="$CAMERAS,object_orientation,ee_position,ee_orientation$SCENE_OBS"
   if ! "$PY" -m l2.format.validate "$f" --expect-obs "$expect" > /dev/null 2>&1; then
@@ -91,11 +92,16 @@ echo "== 1c/6 collect: rollout of the RL policy $RL_POLICY"
 "$PY" l2/rl/rollout.py "${RL_TASK[@]}" --checkpoint "$RL_POLICY" --num_envs "${RL_DEMOS:-2}" \
   --num_demos "${RL_DEMOS:-2}" --output "$RL" $([ -f "$RL" ] && echo --append) $PRESETS
 
+n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
+THIS_RUN=$(seq -f "demo_%g" $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )) | tr '\n' ' ')
+echo "== 1d/6 collect: Isaac Lab Mimic generates MIMIC_DEMOS (${MIMIC_DEMOS:-2}) new demos from this run's scripted ones"
+"$PY" -m l2.mimic "${MIMIC_TASK[@]}" --input "$DEMOS" --demos $THIS_RUN --num_demos "${MIMIC_DEMOS:-2}" \
+  --num_envs "${MIMIC_DEMOS:-2}" --output "$MIMIC" $([ -f "$MIMIC" ] && echo --append) $PRESETS
+
 echo "== 2/6 validate the L2 HDF5 files (every demo must hold both cameras)"
 "$PY" -m l2.format.validate data/demos/*_"$TASK".hdf5 --expect-obs "$CAMERAS$SCENE_OBS"
 
 echo "== 2b/6 replay this run's scripted demos from their initial states (do their successes reproduce?)"
-n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
 "$PY" -m l2.replay "$DEMOS" --episodes "$(seq -s, $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )))" --num_envs "${NUM_ENVS:-4}" \
   $([ "${ROBOT:-franka}" = so101 ] && echo --min-rate 0.5)  # docs/so101.md: an SO-101 replay can lift a step late
 
@@ -114,7 +120,7 @@ echo "   served from its venv over GR00T's policy-server protocol), 16 episodes 
 "$PY" -m l2.evaluate "${RL_TASK[@]}" --policy "rsl_rl:$RL_POLICY" --episodes 16 --num_envs 16 \
   --report "$EVAL/rl.json" $PRESETS
 RM_PY="$(bash scripts/setup_robomimic.sh | tail -n 1)"  # builds robomimic's venv once (about 6 GB)
-"$RM_PY" -m l2.serve robomimic "$BC_MODEL" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
+"$RM_PY" -m l2.serve robomimic "$BC_MODEL" --config "$BC_CONFIG" --host 127.0.0.1 --port "$BC_PORT" --quiet > "$EVAL/bc_server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
 "$PY" -m l2.evaluate "${BC_TASK[@]}" --policy "server:127.0.0.1:$BC_PORT" --config "$BC_CONFIG" \
