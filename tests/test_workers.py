@@ -86,9 +86,22 @@ def test_a_count_that_cannot_be_honoured_is_one_line(argv, message, capsys):
 def test_each_collector_gets_the_users_arguments_again():
     args = parse_args(["--num_envs", "8", "--keep-failed", "--seed", "7", "--task", "T", "presets=variety", "a.b=1"])
     argv = workers.command_line(args._parser, args, workers.PER_SHARD)
-    assert argv == ["--task", "T", "--keep-failed", "presets=variety", "a.b=1"]
+    assert argv == ["presets=variety", "a.b=1", "--task", "T", "--keep-failed"]
     again = parse_args(["--num_envs", "4", *argv])
     assert vars(again) | {"_parser": None} == vars(args) | {"num_envs": 4, "seed": 42, "_parser": None}
+
+
+def test_the_overrides_are_not_read_as_values_of_an_option_of_several(tmp_path):
+    """Mimic's ``--demos A B`` takes every value up to the next option: the overrides go first, the per-collector
+    options last (``--output`` ...), so a collector gets its demos and overrides as the user gave them."""
+    from l2.mimic.run import parse_args as mimic_args
+
+    source = tmp_path / "in.hdf5"
+    source.write_bytes(b"")
+    args = mimic_args(["--input", str(source), "--demos", "demo_2", "demo_3", "--num_demos", "2", "presets=variety"])
+    argv = workers.command_line(args._parser, args, workers.PER_SHARD)
+    again = mimic_args([*argv, "--output", "shard_0.hdf5", "--num_demos", "1"])
+    assert (again.demos, again.overrides) == (["demo_2", "demo_3"], ["presets=variety"])
 
 
 def test_an_existing_output_is_refused_before_any_collector_starts(tmp_path):

@@ -85,8 +85,9 @@ def shard_folder(output: Path) -> Path:
 
 
 def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace, drop: tuple[str, ...]) -> list[str]:
-    """The arguments that give ``args`` again (options that differ from their defaults, then the positionals),
-    without the ``drop`` ones."""
+    """The arguments that give ``args`` again (the positionals, then the options that differ from their defaults),
+    without the ``drop`` ones. Positionals first: after an option of several values (``--demos A B``) they would be
+    read as more of its values, and the per-collector options are appended to this."""
     options, positionals = [], []
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction) or action.dest in drop:
@@ -99,7 +100,7 @@ def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace, drop
                 options.append(action.option_strings[0])
         elif value is not None and value != action.default:
             options += [action.option_strings[0], *(map(str, value) if isinstance(value, list) else [str(value)])]
-    return options + positionals
+    return positionals + options
 
 
 def run(args: argparse.Namespace, collector: list[str], workers: int, *, desc: str) -> int:
