@@ -36,6 +36,7 @@ from l2.format.cli_args import Parser, existing_file, existing_path, finite_floa
 from l2.format.hdf5_guard import check_ahead, read_through_all
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l3 import inputs as l3_inputs
+from l3 import layout as lay
 from l3 import v30
 from l3 import validate as l3_validate
 from l3.config_file import load_mapping
@@ -133,6 +134,8 @@ def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     return write_episode(_W["root"], _W["layout"], ep, job, _W.get("writes"))
 
 
+CODEBASE_VERSIONS = (lay.CODEBASE_VERSION, v30.CODEBASE_VERSION)
+"""The dataset formats ``--codebase-version`` writes: LeRobot v2.1 (what GR00T reads), v3.0 through LeRobot."""
 POOL_CHUNK = 16
 """The most state-only episodes a pool worker takes at once: handing them out one by one cost a state-only
 conversion with ``--workers 2`` a fifth of its speed (an episode's work is a few ms, its round trip about 0.5 ms)."""
@@ -209,7 +212,7 @@ def convert(
     engine: str = "local",
     address: str | None = None,
     filter_key: str | None = None,
-    codebase_version: str = "v2.1",
+    codebase_version: str = lay.CODEBASE_VERSION,
 ) -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
@@ -225,11 +228,11 @@ def convert(
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
     """
-    if codebase_version not in ("v2.1", "v3.0"):
-        raise UsageError(f"--codebase-version {codebase_version}: v2.1 or v3.0")
+    if codebase_version not in CODEBASE_VERSIONS:
+        raise UsageError(f"--codebase-version {codebase_version}: {' or '.join(CODEBASE_VERSIONS)}")
     if config is not None and not isinstance(config, Mapping):
         config = load_mapping(config)  # a bad config is refused before any input is read
-    if codebase_version == "v3.0":
+    if codebase_version == v30.CODEBASE_VERSION:
         stage = v30.stage_path(output, overwrite)  # fails fast: no venv, or an existing output
         summary = convert(
             inputs,
@@ -496,8 +499,8 @@ def build_parser() -> Parser:
     )
     p.add_argument(
         "--codebase-version",
-        choices=("v2.1", "v3.0"),
-        default="v2.1",
+        choices=CODEBASE_VERSIONS,
+        default=lay.CODEBASE_VERSION,
         help="LeRobot dataset format: v2.1 (default; what Isaac-GR00T reads, with meta/modality.json) or "
         "v3.0 (lerobot >= 0.4, its GR00T N1.7 integration): the v2.1 dataset converted by LeRobot's own "
         "converter in its venv (scripts/setup_lerobot.sh v30); see docs/lerobot_v30.md",
@@ -592,7 +595,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
-    checked = "checked against its v2.1 source" if args.codebase_version == "v3.0" else "l3.validate: ok"
+    checked = (
+        f"checked against its {lay.CODEBASE_VERSION} source"
+        if args.codebase_version == v30.CODEBASE_VERSION
+        else "l3.validate: ok"
+    )
     print(
         f"wrote {summary.output} (LeRobot {args.codebase_version}, {summary.episodes} episodes, "
         f"{summary.frames} frames); {checked}"
