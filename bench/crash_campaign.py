@@ -196,6 +196,8 @@ class DriverRound:
     kept_once: bool
     """Every demo finished at the kill is in the file, each once, and no demo twice."""
     exit_code: int
+    error: str = ""
+    """The resumed driver's one-line error, when it exited with one."""
 
     @property
     def ok(self) -> bool:
@@ -263,7 +265,7 @@ def driver_round(work: Path, rng: random.Random, seed: int, num_demos: int) -> D
         raise FinishedFirst(f"the first driver ended (exit {first.returncode}) before it was killed")
     first.send_signal(signal.SIGKILL)
     first.wait()
-    while any(in_use(s) for s in shards):  # its collectors die with it, letting go of their files last
+    while any(in_use(s) for s in [folder / LOCK, *shards]):  # its collectors die with it, letting go of files last
         time.sleep(0.2)
     finished = []
     for shard in shards:
@@ -273,7 +275,8 @@ def driver_round(work: Path, rng: random.Random, seed: int, num_demos: int) -> D
     resumed = "note: resuming the stopped run" in second.stdout
     demos = demo_digests(out) if out.exists() and validate_file(out).ok else []
     kept_once = len(demos) == num_demos == len(set(demos)) and set(finished) <= set(demos)
-    return DriverRound(refusals, refused_right, len(finished), resumed, len(demos), kept_once, second.returncode)
+    error = next((line for line in reversed(second.stderr.splitlines()) if line.startswith("error: ")), "")
+    return DriverRound(refusals, refused_right, len(finished), resumed, len(demos), kept_once, second.returncode, error)
 
 
 def driver_rounds(kills: int, rng: random.Random) -> list[DriverRound]:
@@ -298,6 +301,8 @@ def driver_rounds(kills: int, rng: random.Random) -> list[DriverRound]:
                 f"{r.exit_code:>4}",
                 flush=True,
             )
+            if r.exit_code:
+                print(f"  driver round {i + 1}, the resumed run: {r.error or 'no error line'}", file=sys.stderr)
     print(
         f"\n  drivers: {sum(r.ok for r in rounds)}/{len(rounds)} killed while a second waited: refused while it lived, "
         "then resumed, every finished demo kept once"
