@@ -51,16 +51,22 @@ WARMUP_STEPS = 5
 
 
 def measure_rate(
-    num_envs: int, cameras: bool, steps: int, out: Path, presets: tuple[str, ...] = (), task: str = TASK
+    num_envs: int,
+    cameras: bool,
+    steps: int,
+    out: Path,
+    presets: tuple[str, ...] = (),
+    task: str = TASK,
+    overrides: tuple[str, ...] = (),
 ) -> dict:
     """Scripted loop with recording on ``task`` (the Franka's by default): env-frames/s and seconds in rendering /
-    recording / total; ``presets`` added to the task's (e.g. ``("variety",)``)."""
+    recording / total; ``presets`` added to the task's (e.g. ``("variety",)``), then cfg ``overrides``."""
     from l2.recording import sim
     from l2.recording.handler import configure_recording
     from l2.recording.task_space import TaskSpaceDriver
     from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
 
-    overrides = [f"presets={p}" for p in (*presets, *(() if cameras else ("no_cameras",)))]
+    overrides = [*(f"presets={p}" for p in (*presets, *(() if cameras else ("no_cameras",)))), *overrides]
     env_cfg = sim.load_env_cfg(task, "cpu", num_envs, seed=0, overrides=overrides)
     configure_recording(env_cfg, out, task, "overwrite")
     render, record = [0.0], [0.0]

@@ -91,7 +91,11 @@ SMOKE = {
         (),
     ),
     "fault_campaign.py": (["--no-sim"], ["faults:"], ()),
-    "variety.py": (["--envs", "1", "--steps", "3", "--rounds", "1"], ["variety / plain"], ("sim",)),
+    "variety.py": (
+        ["--envs", "1", "--steps", "3", "--rounds", "1", "--state-envs", "2", "--state-steps", "3"],
+        ["time per env-frame, variety / plain", "holding still", "variety >= 0.8x"],
+        ("sim",),
+    ),
     "robots.py": (
         ["--envs", "1", "--steps", "3", "--rounds", "1"],
         ["SO-101 vs the Franka", "so101    cameras"],
