@@ -118,6 +118,8 @@ def convert_cli(inputs: list[str], out: Path, workers: int, engine: str) -> floa
 def convert(tmp: Path, episodes: int, length: int, workers: int, repeats: int) -> dict:
     from l3_fixtures import make_l2_file
 
+    from l3 import card
+
     files = [
         str(
             make_l2_file(
@@ -138,11 +140,7 @@ def convert(tmp: Path, episodes: int, length: int, workers: int, repeats: int) -
             times[f"{engine}_full"].append(convert_cli(files, tmp / f"out_{engine}", workers, engine))
             times[f"{engine}_one"].append(convert_cli(one, tmp / f"one_{engine}", workers, engine))
     best = {k: min(v) for k, v in times.items()}
-    same = all(
-        (tmp / "out_ray" / p.relative_to(tmp / "out_local")).read_bytes() == p.read_bytes()
-        for p in (tmp / "out_local").rglob("*")
-        if p.is_file()
-    )
+    same = not card.differing_files(tmp / "out_local", tmp / "out_ray")  # the cards differ only in --engine
     return {
         "episodes": episodes,
         "length": length,

@@ -20,11 +20,13 @@ import fnmatch
 import glob
 import multiprocessing as mp
 import os
+import shlex
 import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as `python l3/convert.py`: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,9 +37,9 @@ from l2.format import atomic
 from l2.format.cli_args import Parser, existing_file, existing_path, finite_float, output_folder, positive_int
 from l2.format.hdf5_guard import check_ahead, read_through_all
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
+from l3 import card, v30
 from l3 import inputs as l3_inputs
 from l3 import layout as lay
-from l3 import v30
 from l3 import validate as l3_validate
 from l3.config_file import load_mapping
 from l3.errors import ConfigError, InputError, OutputInvalid, UsageError
@@ -192,6 +194,47 @@ def _run(
 
 # --------------------------------------------------------------------------- conversion
 
+PROG = "python l3/convert.py"
+
+
+def command_line(inputs: Iterable[str], output: str | Path, options: dict[str, Any]) -> str:
+    """The command line that asks for what :func:`convert` is called with (``options``: its keyword arguments, those
+    left out at their defaults): the paths as given, the options that differ from their defaults. What the card of
+    a conversion started from Python records."""
+
+    def given(name: str, default: Any = None) -> Any:
+        value = options.get(name, default)
+        return None if value == default else value
+
+    config, sources, min_score = given("config"), given("sources"), given("min_score")
+    values = {
+        "--output": output,
+        "--config": "<a mapping given from Python>" if isinstance(config, Mapping) else config,
+        "--sources": ",".join(sources) if sources else None,
+        "--max-episodes": given("max_episodes"),
+        "--format": given("input_format"),
+        "--min-score": None if min_score is None else f"{min_score:g}",
+        "--filter-key": given("filter_key"),
+        "--workers": given("workers", 1),
+        "--codebase-version": given("codebase_version", lay.CODEBASE_VERSION),
+        "--engine": given("engine", "local"),
+        "--address": given("address"),
+        "--license": given("license", card.DEFAULT_LICENSE),
+    }
+    argv = [str(p) for p in inputs]
+    for flag, value in values.items():
+        if value is not None:
+            argv += [flag, str(value)]
+    for override in options.get("source_overrides", ()):
+        argv += ["--source", override]
+    flags = {
+        "--include-failed": not options.get("success_only", True),
+        "--overwrite": options.get("overwrite", False),
+        "--skip-bad": options.get("skip_bad", False),
+    }
+    argv += [flag for flag, on in flags.items() if on]
+    return f"{PROG} {shlex.join(argv)}"
+
 
 def convert(
     inputs: Iterable[str],
@@ -213,6 +256,8 @@ def convert(
     address: str | None = None,
     filter_key: str | None = None,
     codebase_version: str = lay.CODEBASE_VERSION,
+    license: str = card.DEFAULT_LICENSE,
+    command: str | None = None,
 ) -> Summary:
     """Convert L2 HDF5 files, platform exports and ALOHA episodes into a GR00T LeRobot dataset at ``output``.
 
@@ -223,36 +268,42 @@ def convert(
     episodes written are numbered once, without the bad ones. ``engine="ray"`` runs the per-episode work
     as Ray tasks (:mod:`l3.ray_engine`; on the cluster at ``address``, else a local instance) and writes
     the same bytes. ``codebase_version="v3.0"``: the v2.1 dataset is written beside ``output`` first, then
-    converted by LeRobot's own converter in its venv and checked against it (:mod:`l3.v30`).
+    converted by LeRobot's own converter in its venv and checked against it (:mod:`l3.v30`). The dataset's card
+    (``README.md``, :mod:`l3.card`) carries ``license`` and ``command``, the command line as typed (default:
+    :func:`command_line` of these arguments).
 
     Raises InputError (bad input), ConfigError (bad mapping), UsageError (bad arguments or an
     existing output without ``overwrite``) or OutputInvalid; in every case nothing is left behind.
     """
     if codebase_version not in CODEBASE_VERSIONS:
         raise UsageError(f"--codebase-version {codebase_version}: {' or '.join(CODEBASE_VERSIONS)}")
+    if card.license_problem(license):
+        raise UsageError(f"--license: {card.license_problem(license)}")
+    inputs = list(inputs)
+    # the options that the card's command line states and the v3.0 stage's conversion takes as they are
+    options = dict(
+        success_only=success_only,
+        sources=sources,
+        max_episodes=max_episodes,
+        source_overrides=source_overrides,
+        workers=workers,
+        skip_bad=skip_bad,
+        input_format=input_format,
+        min_score=min_score,
+        engine=engine,
+        address=address,
+        filter_key=filter_key,
+        license=license,
+    )
+    if command is None:
+        kept = {"config": config, "overwrite": overwrite, "codebase_version": codebase_version}
+        command = command_line(inputs, output, {**kept, **options})
     if config is not None and not isinstance(config, Mapping):
         config = load_mapping(config)  # a bad config is refused before any input is read
     if codebase_version == v30.CODEBASE_VERSION:
         stage = v30.stage_path(output, overwrite)  # fails fast: no venv, or an existing output
-        summary = convert(
-            inputs,
-            stage,
-            config=config,
-            success_only=success_only,
-            sources=sources,
-            max_episodes=max_episodes,
-            source_overrides=source_overrides,
-            workers=workers,
-            skip_bad=skip_bad,
-            progress=progress,
-            log=log,
-            input_format=input_format,
-            min_score=min_score,
-            engine=engine,
-            address=address,
-            filter_key=filter_key,
-        )
-        return v30.finish(summary, output, overwrite, log)
+        summary = convert(inputs, stage, config=config, progress=progress, log=log, command=command, **options)
+        return v30.finish(summary, output, overwrite, log, commands=[command], license=license)
     t0 = time.perf_counter()
     log = log or (lambda msg: print(msg, file=sys.stderr))
     output = Path(output)
@@ -392,6 +443,7 @@ def convert(
         if violations:
             shown = "\n".join(f"  {v}" for v in violations[:20])
             raise OutputInvalid(f"written dataset failed validation ({len(violations)} violations):\n{shown}")
+        card.write_card(tmp, [command], license)
         replace_output(tmp, output, overwrite)
     except BaseException as exc:
         atomic.note_free_space(exc, tmp)
@@ -428,7 +480,7 @@ unless a --source NAME=GLOB matches first. Exit status: 0 ok, 2 bad input/usage 
 
 def build_parser() -> Parser:
     p = Parser(
-        prog="python l3/convert.py",
+        prog=PROG,
         description="Convert L2 HDF5 demos into a GR00T LeRobot v2.1 dataset (v3.0: see --codebase-version).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -517,6 +569,12 @@ def build_parser() -> Parser:
         help="with --engine ray: the Ray cluster to join (e.g. auto or HEAD_IP:6379); "
         "default: a local Ray instance sized to this machine",
     )
+    p.add_argument(
+        "--license",
+        type=card.license_id,
+        default=card.DEFAULT_LICENSE,
+        help=f"the dataset card's license, a Hugging Face license identifier (default {card.DEFAULT_LICENSE})",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument(
         "--skip-bad",
@@ -547,7 +605,7 @@ def print_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _convert(args: argparse.Namespace) -> Summary:
+def _convert(args: argparse.Namespace, argv: list[str]) -> Summary:
     if not args.output:
         raise UsageError("--output DIR is required")
     if args.address and args.engine != "ray":
@@ -570,16 +628,19 @@ def _convert(args: argparse.Namespace) -> Summary:
         address=args.address,
         filter_key=args.filter_key,
         codebase_version=args.codebase_version,
+        license=args.license,
+        command=f"{PROG} {shlex.join(argv)}",
     )
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         with terminate_as_interrupt() as stop:  # SIGTERM as Ctrl-C: the temporary output is removed on the way out
             if args.print_config:
                 return print_config(args)
-            summary = _convert(args)
+            summary = _convert(args, argv)
     except (InputError, ConfigError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

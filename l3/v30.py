@@ -5,12 +5,12 @@
 ``lerobot.scripts.convert_dataset_v21_to_v30`` (lerobot 0.6.x) on it in LeRobot's own venv (built by
 ``scripts/setup_lerobot.sh v30``: lerobot 0.6's pins of numpy, packaging and av clash with Isaac Lab's venv),
 puts back what that converter leaves out (``meta/modality.json``, the q01/q99 of ``stats.json``),
-checks the result against the v2.1 metadata (:func:`check`) and renames it into place. Why a
-subprocess of LeRobot's converter and not a writer of our own: docs/lerobot_v30.md.
+checks the result against the v2.1 metadata (:func:`check`), writes its card (:mod:`l3.card`) and renames it
+into place. Why a subprocess of LeRobot's converter and not a writer of our own: docs/lerobot_v30.md.
 
     stage = stage_path(output, overwrite)     # fails fast: no venv, or an existing output
     summary = convert(inputs, stage, ...)      # the v2.1 dataset, as without --codebase-version
-    finish(summary, output, overwrite)         # -> v3.0 at output; nothing left behind on failure
+    finish(summary, output, overwrite, commands=[command])  # -> v3.0 at output; nothing left behind on failure
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from l3 import card, meta
 from l3 import layout as lay
-from l3 import meta
 from l3.errors import OutputInvalid, UsageError
 from l3.output import Summary, replace_output
 
@@ -170,6 +170,11 @@ def read_episodes(root: Path) -> list[dict]:
     return sorted(rows, key=lambda r: r["episode_index"])
 
 
+def read_tasks(root: Path) -> dict[int, str]:
+    """meta/tasks.parquet of a v3.0 dataset: task text by task index."""
+    return {t["task_index"]: t["task"] for t in pq.read_table(root / TASKS_V30).to_pylist()}
+
+
 def check(root: Path, v21: Path, fields: Path) -> list[str]:
     """What in the v3.0 dataset at ``root`` disagrees with the v2.1 one it came from (``v21``, its episode fields in
     ``fields``; empty: nothing): totals, tasks, every episode's fields (source tags included) and length, data rows,
@@ -186,8 +191,7 @@ def check(root: Path, v21: Path, fields: Path) -> list[str]:
         if feats.get(k, {}).get("dtype") != f["dtype"] or feats[k].get("shape") != f["shape"]:
             bad.append(f"{lay.INFO_PATH}: feature {k} {feats.get(k)}, v2.1 had {f}")
 
-    tasks = pq.read_table(root / TASKS_V30).to_pylist()
-    got = {t["task_index"]: t["task"] for t in tasks}
+    got = read_tasks(root)
     want = {t["task_index"]: t["task"] for t in _jsonl(v21 / lay.TASKS_PATH)}
     if got != want:
         bad.append(f"{TASKS_V30}: {got} differs from tasks.jsonl {want}")
@@ -222,9 +226,17 @@ def check(root: Path, v21: Path, fields: Path) -> list[str]:
     return bad
 
 
-def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[[str], None] | None = None) -> Summary:
-    """Convert the v2.1 dataset at ``summary.output`` (from :func:`stage_path`) to v3.0, check it, rename it to
-    ``output``; the staging folders are removed whatever happens."""
+def finish(
+    summary: Summary,
+    output: str | Path,
+    overwrite: bool,
+    log: Callable[[str], None] | None = None,
+    *,
+    commands: Sequence[str] = (),
+    license: str = card.DEFAULT_LICENSE,
+) -> Summary:
+    """Convert the v2.1 dataset at ``summary.output`` (from :func:`stage_path`) to v3.0, check it, give it its card
+    (made by ``commands``) and rename it to ``output``; the staging folders are removed whatever happens."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     stage, output = Path(summary.output), Path(output)
@@ -240,6 +252,8 @@ def finish(summary: Summary, output: str | Path, overwrite: bool, log: Callable[
         if problems:
             shown = "\n".join(f"  {p}" for p in problems[:20])
             raise OutputInvalid(f"v3.0 dataset differs from the v2.1 one it came from ({len(problems)}):\n{shown}")
+        tasks = [text for _, text in sorted(read_tasks(stage).items())]
+        card.write_card(stage, commands, license, tasks=tasks, episodes=read_episodes(stage))
         replace_output(stage, output, overwrite)
     finally:
         _remove(stage, _old(stage), _new(stage), _fields(stage))

@@ -9,6 +9,7 @@ import h5py
 import numpy as np
 
 from l2.format import schema
+from l3 import card
 
 ENV_NAME = "Isaac-Lift-Cube-Franka-IK-Abs-v0"
 CAMERAS = ("table_cam", "wrist_cam")
@@ -127,6 +128,15 @@ def make_l2_file(
         for i in range(n)
     ]
     return write_l2(path, demos, format_version=None if legacy else schema.FORMAT_VERSION)
+
+
+def assert_same_dataset(a: Path, b: Path, suffix: str = "") -> list[Path]:
+    """Assert that datasets ``a`` and ``b`` hold the same files, byte for byte, but for the commands in their cards
+    (another output folder, ``--workers``, ``--engine``); return a's files ending in ``suffix``."""
+    assert card.differing_files(a, b) == []
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert Path(card.CARD_PATH) in files
+    return [rel for rel in files if rel.name.endswith(suffix)]
 
 
 def state_only_config(tmp: str | Path, base: str | Path) -> Path:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from l3_fixtures import make_l2_file
+from l3_fixtures import assert_same_dataset, make_l2_file
 
 from l2.format import schema
 from l2.format.validate import validate_file
@@ -167,13 +167,7 @@ def test_engine_ray_writes_the_local_bytes(mixed_with_cameras, tmp_path):
             timeout=600,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-    files = {
-        name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
-        for name in runs
-    }
-    assert files["ray"] == files["local"] and any(p.suffix == ".mp4" for p in files["local"])
-    for rel in files["local"]:
-        assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+    assert assert_same_dataset(tmp_path / "local", tmp_path / "ray", ".mp4")
     eps = [json.loads(line) for line in (tmp_path / "ray" / layout.EPISODES_PATH).read_text().splitlines()]
     assert [e["episode_index"] for e in eps] == list(range(9))
     assert [e["source"] for e in eps] == ["rl"] * 2 + ["scripted"] * 5 + ["teleop"] * 2

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import refused_in_one_line
-from l3_fixtures import CAMERA, CAMERAS, make_l2_file, state_only_config
+from l3_fixtures import CAMERA, CAMERAS, assert_same_dataset, make_l2_file, state_only_config
 
 from l3 import layout
 from l3.convert import UsageError, convert, main, pool_chunk
@@ -179,16 +179,8 @@ def test_output_bytes_are_the_same_for_any_workers_cpus_and_load(cam_config, tmp
     finally:
         for p in burners:
             p.kill()
-    listing = {
-        name: sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
-        for name in runs
-    }
-    assert all(files == listing["w1"] for files in listing.values())
-    assert any(rel.suffix == ".mp4" for rel in listing["w1"])
-    for rel in listing["w1"]:
-        want = (tmp_path / "w1" / rel).read_bytes()
-        for name in runs:
-            assert (tmp_path / name / rel).read_bytes() == want, (name, rel)
+    for name in runs:
+        assert assert_same_dataset(tmp_path / "w1", tmp_path / name, ".mp4"), name
 
 
 def test_inferred_mapping_and_print_config(mixed, tmp_path, capsys):
@@ -250,15 +242,6 @@ def _break_nan(path: Path, demo: str) -> None:
         f[f"data/{demo}/obs/joint_vel"][3, 1] = np.nan  # an unmapped term: caught by the L2 checks
 
 
-def _assert_same_files(a: Path, b: Path, suffix: str = "") -> list[Path]:
-    """Assert that folders ``a`` and ``b`` hold the same files, byte for byte; return a's files ending in ``suffix``."""
-    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
-    for rel in files:
-        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
-    return [rel for rel in files if rel.name.endswith(suffix)]
-
-
 @pytest.mark.parametrize("max_episodes", [None, 4])
 def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_episodes):
     """A bad episode is skipped before anything is numbered: later ones move down, same bytes for 1 or 2 workers."""
@@ -292,7 +275,7 @@ def test_skip_bad_renumbers_and_workers_identical(tmp_path, cam_config, max_epis
         offset += e["length"]
     tasks = [json.loads(line)["task"] for line in (outs[1] / layout.TASKS_PATH).read_text().splitlines()]
     assert tasks == ["Pick up the cube and lift it.", "valid"] + (["invalid"] if max_episodes is None else [])
-    _assert_same_files(outs[1], outs[2])
+    assert_same_dataset(outs[1], outs[2])
 
 
 def test_state_only_workers_take_chunks_in_order(tmp_path):
@@ -304,7 +287,7 @@ def test_state_only_workers_take_chunks_in_order(tmp_path):
     outs = {w: tmp_path / f"w{w}" for w in (1, 2)}
     for w, out in outs.items():
         assert convert(src, out, config=cfg, workers=w, log=lambda m: None).episodes == 24
-    assert len(_assert_same_files(outs[1], outs[2], ".parquet")) == 24
+    assert len(assert_same_dataset(outs[1], outs[2], ".parquet")) == 24
     _break_nan(Path(src[1]), "demo_4")  # episode 16: the second of its chunk of 3
     _break_nan(Path(src[1]), "demo_9")
     for w in (1, 2):

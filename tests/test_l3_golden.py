@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,13 +39,15 @@ def _inputs(d: Path) -> list[str]:
 
 
 def _digests(d: Path) -> dict[str, str]:
-    """Convert in ``d`` by relative paths (episodes.jsonl records each episode's file as it was given)."""
+    """Convert in ``d`` by relative paths (episodes.jsonl records each episode's file as it was given, the card the
+    command line: the config too)."""
     from l3.convert import convert
 
     cwd = os.getcwd()
     os.chdir(d)
     try:
-        convert(_inputs(Path("in")), "ds", config=CONFIG, log=lambda m: None)
+        shutil.copyfile(CONFIG, CONFIG.name)
+        convert(_inputs(Path("in")), "ds", config=CONFIG.name, log=lambda m: None)
     finally:
         os.chdir(cwd)
     out = d / "ds"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import lerobot_python, run_probe
 from l3_fixtures import CAMERAS, make_l2_file
+from test_l3_card import assert_card, split_card
 
-from l3 import layout, v30
+from l3 import card, layout, v30
 from l3.convert import convert
 from l3.video import decode
 
@@ -49,24 +51,18 @@ def dataset(inputs, tmp_path_factory) -> Path:
     return out
 
 
+def _v30_args(inputs: list[str], out: Path) -> list[str]:
+    config = str(REPO / "config/lift_cube.yaml")
+    return [*inputs, "--config", config, "--include-failed", "--codebase-version", "v3.0", "--output", str(out), "-q"]
+
+
 @pytest.fixture(scope="module")
 def dataset_v30(inputs, tmp_path_factory) -> Path:
     """The same inputs through the CLI with --codebase-version v3.0 (LeRobot's venv found by the tool itself)."""
     lerobot_python("v30")  # build it once if missing (the converter never builds it)
     out = tmp_path_factory.mktemp("lr30") / "ds30"
     r = subprocess.run(
-        [
-            *CONVERT,
-            *inputs,
-            "--config",
-            str(REPO / "config/lift_cube.yaml"),
-            "--include-failed",
-            "--codebase-version",
-            "v3.0",
-            "--output",
-            str(out),
-            "-q",
-        ],
+        [*CONVERT, *_v30_args(inputs, out)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -135,6 +131,16 @@ def test_v30_loads_in_lerobot_06(dataset, dataset_v30, tmp_path):
     stats, stats21 = (json.loads((d / layout.STATS_PATH).read_text()) for d in (dataset_v30, dataset))
     assert stats["action"]["q01"] == stats21["action"]["q01"]
     assert (dataset_v30 / layout.MODALITY_PATH).read_text() == (dataset / layout.MODALITY_PATH).read_text()
+
+
+def test_v30_card_states_what_the_v21_output_holds(inputs, dataset, dataset_v30):
+    """The v3.0 output's card (written after LeRobot's converter, which leaves none) names its own parquet files and
+    the tasks, sources and successes of the v2.1 output of the same inputs, and the command as typed."""
+    tasks = [t["task"] for t in _jsonl(dataset / layout.TASKS_PATH)]
+    command = f"python l3/convert.py {shlex.join(_v30_args(inputs, dataset_v30))}"
+    front, body = assert_card(dataset_v30, tasks, _jsonl(dataset / layout.EPISODES_PATH), command)
+    assert front["license"] == card.DEFAULT_LICENSE and "A LeRobot v3.0 dataset" in body
+    assert card.without_commands(body) == card.without_commands(split_card(dataset)[1]).replace("v2.1", "v3.0")
 
 
 def test_v30_check_catches_a_changed_source(dataset, dataset_v30, tmp_path):
