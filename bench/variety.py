@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             plain, var = best[part, "plain"]["frames_per_s"], best[part, "variety"]["frames_per_s"]
             print(f"  {name:<22} {plain:8.1f} {var:8.1f} {var / plain:15.2f}x")
         print(f"  (env-frames/s; target: variety >= {STATE_TARGET}x the plain scene)")
+        won = {scene: best["scripted", scene]["episodes"] for scene in SCENES}
+        print(f"  scripted episodes that succeeded: plain {won['plain']}, variety {won['variety']}")
     return 0
 
 
