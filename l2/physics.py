@@ -19,4 +19,5 @@ class MJWarpSolverCfg(IsaacLabMJWarpSolverCfg):
     """``"sparse"``, ``"dense"`` or ``"auto"`` (MuJoCo's: dense up to 32 degrees of freedom). On the CPU the dense
     path's elliptic-cone Hessian update runs one Warp thread per contact slot (``nconmax`` x envs) and per entry of
     the Hessian's triangle, whether the slot holds a contact or not; the sparse path visits only the constraints
-    there are. Same solver, same equations, about 2x the plain scene's rate and 4-6x a scene with resting cubes."""
+    there are. Same solver, same equations: about 2x the plain scene's rate and 3.5-6x the variety scene's
+    (docs/physics.md)."""
