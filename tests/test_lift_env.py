@@ -118,7 +118,7 @@ def test_state_only_file_converts_with_the_mapping_minus_its_cameras(recorded, t
 
 
 def test_the_solver_gets_the_sparse_jacobian_and_the_cfg_s_options(recorded):
-    """The fields of l2.physics.MJWarpSolverCfg reach MuJoCo (Isaac Lab forwards what SolverMuJoCo takes): were
+    """The fields of l2.lift.physics.MJWarpSolverCfg reach MuJoCo (Isaac Lab forwards what SolverMuJoCo takes): were
     ``jacobian`` dropped, the dense path would cost the plain scene half its rate and the variety scene 3/4."""
     import mujoco
 

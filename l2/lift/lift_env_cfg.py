@@ -28,7 +28,7 @@ from isaaclab_tasks.utils import PresetCfg, preset
 
 from l2.lift import mdp, variety
 from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group
-from l2.physics import MJWarpSolverCfg
+from l2.lift.physics import MJWarpSolverCfg
 
 CUBE_SIZE = 0.04
 CUBE_START = (0.5, 0.0, CUBE_SIZE / 2)
@@ -50,7 +50,7 @@ class LiftPhysicsCfg(PresetCfg):
         # implicitfast + armature keep the arm stable; elliptic cones and impratio hold the cube in the grasp.
         # njmax (constraint rows per env) is room, not behaviour: 300 overflowed once with the three cubes of
         # presets=variety ("nefc overflow ... 327"), which drops contacts; at 500 plain-scene demos are bit-identical.
-        # The sparse Jacobian (l2.physics) is what keeps resting cubes cheap on the CPU.
+        # The sparse Jacobian (l2.lift.physics) is what keeps resting cubes cheap on the CPU.
         solver_cfg=MJWarpSolverCfg(integrator="implicitfast", njmax=500, nconmax=100, cone="elliptic", impratio=10.0),
         use_cuda_graph=True,  # ignored on CPU (queries run eagerly there)
     )
