@@ -1,7 +1,8 @@
 """Task-space commands into an env's own action.
 
 The scripted expert, keyboard teleop and the DAgger expert think in end-effector poses: ``(x, y, z, qx, qy, qz, qw,
-gripper)`` in the robot root frame, gripper ``> 0`` open, ``< 0`` closed. A robot whose task takes that pose as its
+gripper)`` in the robot root frame, gripper +1 open, -1 closed (between: part open, where the robot's jaw takes a
+joint target). A robot whose task takes that pose as its
 action (the Franka's IK-absolute variants) gets it as it is. A robot whose task acts in joint space (the SO-101's
 joint positions, what its real arm records) gets the joint targets that one step of the robot's differential IK
 gives from the measured joints (its cfg's ``ik_arm_action``, built beside the env's own terms and never applied),
@@ -99,6 +100,9 @@ class TaskSpaceDriver:
 
         self.env = env
         self.passthrough = takes_poses(env)
+        self.gripper = env.action_manager.get_term("gripper_action")
+        targets = getattr(env.cfg, "gripper_targets", None)
+        self.gripper_targets = None if targets is None else torch.tensor(targets, device=env.device)
         if self.passthrough:
             return
         self.ik = shadow_ik_term(env)
@@ -106,8 +110,6 @@ class TaskSpaceDriver:
         self.relative = isinstance(self.arm, RelativeJointPositionAction)
         if list(self.arm._joint_names) != list(self.ik._joint_names):
             raise ValueError(f"arm joints differ: the action's {self.arm._joint_names}, IK's {self.ik._joint_names}")
-        targets = getattr(env.cfg, "gripper_targets", None)
-        self.gripper_targets = None if targets is None else torch.tensor(targets, device=env.device)
 
     def arm_targets(self, pose: torch.Tensor) -> torch.Tensor:
         """The arm's joint targets ``(N, arm joints)`` one IK step gives toward ``pose`` ``(N, 7)``, within the
@@ -128,13 +130,20 @@ class TaskSpaceDriver:
         return (target - offset) / self.arm._scale
 
     def gripper_action(self, command: torch.Tensor) -> torch.Tensor:
-        """The gripper's action for commands ``(N, 1)``: the ±1 itself, or its ``(open, closed)`` joint target."""
+        """The gripper's action for commands ``(N, 1)`` in [-1, 1]: the command itself, or, where the cfg gives the
+        jaw's ``gripper_targets`` ``(open, closed)``, the joint target at that fraction of the way from closed (-1)
+        to open (+1), in the gripper action's units (``(target - offset) / scale``: Isaac Lab's IK-Abs SO-101 stack
+        takes the jaw's closedness, 0 open … 1 closed)."""
         if self.gripper_targets is None:
             return command
-        return torch.where(command > 0, self.gripper_targets[0], self.gripper_targets[1])
+        opened, closed = self.gripper_targets
+        target = closed + (command.clamp(-1.0, 1.0) + 1.0) / 2.0 * (opened - closed)
+        return (target - self.gripper._offset) / self.gripper._scale
 
     def action(self, command: torch.Tensor) -> torch.Tensor:
         """The env's action for task-space commands ``(N, 8)``."""
         if self.passthrough:
-            return command
+            if self.gripper_targets is None:
+                return command
+            return torch.cat([command[:, :7], self.gripper_action(command[:, 7:])], dim=-1)
         return torch.cat([self.arm_action(command[:, :7]), self.gripper_action(command[:, 7:])], dim=-1)

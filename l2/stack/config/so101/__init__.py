@@ -1,0 +1,27 @@
+"""Isaac Lab's SO-101 cube stack, kit-less: its three gym ids' cfgs (``stack_env_cfg.py``) under ``L2-`` ids, and
+the sources' variants.
+
+``L2-Stack-Cube-SO101-v0``, ``-IK-Abs-v0`` and ``-Joint-v0`` are Isaac Lab's ``IsaacContrib-Stack-Cube-SO101-v0``,
+``-IK-Abs-v0`` and ``-Joint-Teleop-v0`` offline; ``-Scripted-v0`` and ``-Teleop-v0`` are the joint variant as the
+scripted expert and a human drive it (end-effector commands in, joint targets recorded).
+"""
+
+import gymnasium as gym
+
+TASK_ID = "L2-Stack-Cube-SO101-Joint-v0"
+"""The stack as its demonstrations are recorded: absolute joint targets for the six joints."""
+
+_CFG = f"{__name__}.stack_env_cfg"
+for task_id, cfg in (
+    ("L2-Stack-Cube-SO101-v0", "So101StackJointPosEnvCfg"),
+    ("L2-Stack-Cube-SO101-IK-Abs-v0", "So101StackIKAbsEnvCfg"),
+    (TASK_ID, "So101StackJointEnvCfg"),
+    ("L2-Stack-Cube-SO101-Scripted-v0", "So101StackScriptedEnvCfg"),
+    ("L2-Stack-Cube-SO101-Teleop-v0", "So101StackTeleopEnvCfg"),
+):
+    gym.register(
+        id=task_id,
+        entry_point="isaaclab.envs:ManagerBasedRLEnv",
+        kwargs={"env_cfg_entry_point": f"{_CFG}:{cfg}"},
+        disable_env_checker=True,
+    )

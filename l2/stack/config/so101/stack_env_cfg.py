@@ -1,0 +1,166 @@
+"""Isaac Lab's SO-101 cube stack with nothing of its task changed: its cfg classes derived, and after their own
+``__post_init__`` only what cannot run here replaced (:class:`OfflineStackCfg`).
+
+What is replaced, and why:
+
+- **the robot**: our offline SO-101 (``l2/assets/so101.py``; the cloud USD is unreachable) at the task's seat
+  height and start joints, without the task's 90 deg base yaw (that turns the cloud USD, whose arm faces -y, to
+  face the cubes; ours already faces +x);
+- **the end-effector frames**: the same two targets (``end_effector`` on ``gripper``, ``tool_jaw`` on the moving
+  jaw) at the offline USD's prim paths, ``end_effector`` at the grasp point between the jaws, as the task's own
+  comment asks (at the ``gripper`` origin it is 10 cm behind the jaws and ``object_grasped``, so the ``grasp_1``
+  and ``grasp_2`` subtask signals, never fire);
+- **the table, the ground and the three cubes**: primitive boxes instead of cloud USDs, the cubes 4.77 cm (the
+  task's blocks, as its own stack test measures them) with the task's colours and start poses;
+- **the physics**: the task's default is PhysX (Isaac Sim); ours is the Newton/MuJoCo-Warp cfg of the rest of the
+  package (:class:`l2.lift.lift_env_cfg.LiftPhysicsCfg`), which steps this scene several times faster on the
+  CPU than the task's own Newton preset;
+- **cameras**: the task has none (its ``rgb_camera`` group is empty); a ``front`` and a ``wrist`` camera are added
+  in a ``cameras`` group, removed by ``presets=no_cameras``.
+
+The observations, actions, events, terminations and subtask terms are the task's own.
+"""
+
+from __future__ import annotations
+
+import isaaclab.sim as sim_utils
+from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
+from isaaclab.utils import configclass, replace
+from isaaclab_tasks.contrib.stack.config.so101 import (
+    stack_ik_abs_env_cfg,
+    stack_joint_pos_env_cfg,
+    stack_joint_teleop_env_cfg,
+)
+from isaaclab_tasks.contrib.stack.stack_env_cfg import make_ee_frame_cfg
+
+from l2.assets.so101 import EE_OFFSET_POS, EE_PRIM_REGEX, GRIPPER_OPEN, ROOT_PRIM_REGEX, SO101_OFFLINE_CFG
+from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group, wrist_cam_cfg
+from l2.lift.config.so101.cameras import CamerasObsCfg, WristOnRobotCfg
+from l2.lift.config.so101.joint_pos_env_cfg import IK_ARM_ACTION
+from l2.lift.lift_env_cfg import LiftPhysicsCfg
+from l2.lift.variants import TeleopVariantCfg
+from l2.stack.config.so101.cameras import FRONT_CFG
+
+CUBE_EDGE = 0.0477
+"""The task's blocks (m): its own SO-101 stack test measures a resting stack's step as 0.0477."""
+CUBE_Z = 0.0203
+"""The cubes' centre height in the task's start poses and reset event."""
+TABLE_TOP_Z = CUBE_Z - CUBE_EDGE / 2
+"""Where the table's top and the robot's base sit, so that the task's cube heights rest on the table."""
+CUBE_MASS = 0.05
+CUBE_COLORS = {"cube_1": (0.1, 0.2, 0.9), "cube_2": (0.9, 0.1, 0.1), "cube_3": (0.1, 0.8, 0.2)}
+"""The task's blocks: blue, red, green."""
+INSTRUCTION = "Stack the red cube on the blue cube, then the green cube on the red cube."
+"""What the task asks (its success: ``cube_2`` on ``cube_1``, ``cube_3`` on ``cube_2``, the jaw open)."""
+JAW_PRIM_REGEX = "{ENV_REGEX_NS}/Robot/(Geometry/base/shoulder/upper_arm/lower_arm/wrist/gripper/)?moving_jaw_so101_v1"
+
+
+def _cube(cube: RigidObjectCfg, name: str) -> RigidObjectCfg:
+    """The task's cube ``name`` (start pose kept) as a primitive box."""
+    return replace(
+        cube,
+        spawn=sim_utils.CuboidCfg(
+            size=(CUBE_EDGE,) * 3,
+            rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
+            mass_props=sim_utils.MassPropertiesCfg(mass=CUBE_MASS),
+            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+            physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
+            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=CUBE_COLORS[name]),
+            semantic_tags=[("class", name)],
+        ),
+    )
+
+
+@configclass
+class OfflineStackCfg:
+    """Mixin: a stack cfg of Isaac Lab's, its cloud assets, physics and (absent) cameras replaced after its own
+    ``__post_init__`` (the module docstring says what and why)."""
+
+    instruction: str = INSTRUCTION
+    robot_name: str = "so101"
+
+    def __post_init__(self):
+        super().__post_init__()
+        scene = self.scene
+        scene.robot = replace(
+            SO101_OFFLINE_CFG,
+            init_state=replace(
+                SO101_OFFLINE_CFG.init_state,
+                pos=(0.0, 0.0, TABLE_TOP_Z),
+                joint_pos=dict(scene.robot.init_state.joint_pos),
+            ),
+        )
+        scene.ee_frame = make_ee_frame_cfg(
+            base_prim_path=ROOT_PRIM_REGEX,
+            target_specs=[(EE_PRIM_REGEX, "end_effector", EE_OFFSET_POS), (JAW_PRIM_REGEX, "tool_jaw", (0.0,) * 3)],
+            marker_scale=(0.05, 0.05, 0.05),
+        )
+        scene.table = AssetBaseCfg(
+            prim_path="{ENV_REGEX_NS}/Table",
+            init_state=AssetBaseCfg.InitialStateCfg(pos=(0.25, 0.0, TABLE_TOP_Z - 0.025)),
+            spawn=sim_utils.CuboidCfg(
+                size=(0.9, 0.8, 0.05),
+                collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+                visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=(0.55, 0.45, 0.35)),
+                semantic_tags=[("class", "table")],
+            ),
+        )
+        scene.plane = AssetBaseCfg(
+            prim_path="/World/GroundPlane",
+            init_state=AssetBaseCfg.InitialStateCfg(pos=(0.0, 0.0, -1.1)),
+            spawn=sim_utils.CuboidCfg(
+                size=(100.0, 100.0, 0.1),
+                collision_props=sim_utils.UsdPhysicsCollisionCfg(),
+                semantic_tags=[("class", "ground")],
+            ),
+        )
+        for name in CUBE_COLORS:
+            setattr(scene, name, _cube(getattr(scene, name), name))
+        self.sim.physics = LiftPhysicsCfg()
+        scene.front = TableCamCfg(default=FRONT_CFG)
+        scene.wrist = wrist_cam_cfg(WristOnRobotCfg())
+        self.observations.cameras = cameras_obs_group(CamerasObsCfg())
+        self.sim.render_interval = self.decimation  # one render per recorded frame
+
+
+@configclass
+class So101StackJointPosEnvCfg(OfflineStackCfg, stack_joint_pos_env_cfg.SO101CubeStackEnvCfg):
+    """``IsaacContrib-Stack-Cube-SO101-v0``: arm joint targets relative to the start pose (scale 0.5), binary jaw."""
+
+
+@configclass
+class So101StackIKAbsEnvCfg(OfflineStackCfg, stack_ik_abs_env_cfg.SO101CubeStackEnvCfg):
+    """``IsaacContrib-Stack-Cube-SO101-IK-Abs-v0``: the ``gripper`` body's pose in the robot root frame, then the
+    jaw's closedness (0 open … 1 closed)."""
+
+    gripper_targets = (GRIPPER_OPEN, 0.0)
+    """Our sources' jaw commands (+1 open … -1 closed) as the task's closedness (``TaskSpaceDriver``)."""
+
+
+@configclass
+class So101StackJointEnvCfg(OfflineStackCfg, stack_joint_teleop_env_cfg.SO101CubeStackEnvCfg):
+    """``IsaacContrib-Stack-Cube-SO101-Joint-Teleop-v0``: absolute joint targets for all six joints, what a real
+    SO-101 records. Sources that think in end-effector poses command through :attr:`ik_arm_action` (the pose IK
+    of the task's IK-Abs variant, at the grasp point) and record the joint targets it gives."""
+
+    ik_arm_action = IK_ARM_ACTION
+    gripper_targets = (GRIPPER_OPEN, 0.0)
+    """The jaw's targets (rad) for the commands +1 (fully open, as ``cubes_stacked`` wants it) and -1 (closed)."""
+
+
+@configclass
+class So101StackScriptedEnvCfg(So101StackJointEnvCfg):
+    """What the scripted stacking expert drives: the joint variant with a 20 s episode (its stacks take about 12 s;
+    the task's 30 s would only lengthen failed attempts)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.episode_length_s = 20.0
+
+
+@configclass
+class So101StackTeleopEnvCfg(TeleopVariantCfg, So101StackJointEnvCfg):
+    """One env for a human with a device (keyboard, SpaceMouse, the leader arm's trace): the operator ends an
+    attempt, the session saves it when the task's ``success`` holds."""
+
+    ee_home: tuple[float, ...] = (0.2, 0.0, 0.15, 0.0, 0.0, 0.0, 1.0)  # over the cubes, jaws pointing down
