@@ -10,6 +10,8 @@ import gymnasium as gym
 
 TASK_ID = "L2-Stack-Cube-SO101-Joint-v0"
 """The stack as its demonstrations are recorded: absolute joint targets for the six joints."""
+RL_TASK_ID = "L2-Stack-Cube-SO101-RL-v0"
+"""PPO's: the task's own joint-position action, its policy terms concatenated, rewards of ours."""
 
 _CFG = f"{__name__}.stack_env_cfg"
 for task_id, cfg in (
@@ -25,3 +27,13 @@ for task_id, cfg in (
         kwargs={"env_cfg_entry_point": f"{_CFG}:{cfg}"},
         disable_env_checker=True,
     )
+gym.register(
+    id=RL_TASK_ID,
+    entry_point="isaaclab.envs:ManagerBasedRLEnv",
+    kwargs={
+        "env_cfg_entry_point": f"{_CFG}:So101StackRLEnvCfg",
+        "rsl_rl_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:So101StackPPORunnerCfg",
+        "demo_task": TASK_ID,
+    },
+    disable_env_checker=True,
+)

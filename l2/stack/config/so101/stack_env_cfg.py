@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
+from isaaclab.managers import RewardTermCfg as RewTerm
+from isaaclab.managers import SceneEntityCfg
 from isaaclab.utils import configclass, replace
+from isaaclab_tasks.contrib.stack import mdp as stack_mdp
 from isaaclab_tasks.contrib.stack.config.so101 import (
     stack_ik_abs_env_cfg,
     stack_joint_pos_env_cfg,
@@ -39,6 +42,7 @@ from l2.lift.config.so101.cameras import CamerasObsCfg, WristOnRobotCfg
 from l2.lift.config.so101.joint_pos_env_cfg import IK_ARM_ACTION
 from l2.lift.lift_env_cfg import LiftPhysicsCfg
 from l2.lift.variants import TeleopVariantCfg
+from l2.stack import mdp
 from l2.stack.config.so101.cameras import FRONT_CFG
 
 CUBE_EDGE = 0.0477
@@ -164,3 +168,36 @@ class So101StackTeleopEnvCfg(TeleopVariantCfg, So101StackJointEnvCfg):
     attempt, the session saves it when the task's ``success`` holds."""
 
     ee_home: tuple[float, ...] = (0.2, 0.0, 0.15, 0.0, 0.0, 0.0, 1.0)  # over the cubes, jaws pointing down
+
+
+@configclass
+class So101StackRLRewardsCfg:
+    """Dense enough to start: the grasp point near the red cube, the red cube grasped, and a bonus when the task's
+    own ``success`` ends the episode."""
+
+    reach_cube_2 = RewTerm(func=mdp.ee_near_cube, params={"std": 0.1}, weight=1.0)
+    grasp_cube_2 = RewTerm(
+        func=stack_mdp.object_grasped,
+        params={
+            "robot_cfg": SceneEntityCfg("robot"),
+            "ee_frame_cfg": SceneEntityCfg("ee_frame"),
+            "object_cfg": SceneEntityCfg("cube_2"),
+        },
+        weight=2.0,
+    )
+    success_bonus = RewTerm(func=stack_mdp.cubes_stacked, weight=100.0)
+    action_rate = RewTerm(func=stack_mdp.action_rate_l2, weight=-1e-3)
+
+
+@configclass
+class So101StackRLEnvCfg(So101StackJointPosEnvCfg):
+    """PPO's (rsl_rl): the task's own joint-position action (arm targets around the start pose, binary jaw) and its
+    policy terms concatenated into one input (a rollout's recorder splits them back out). A rollout records the
+    joint targets the policy's action sets, as the joint variant's sources do (:attr:`demo_task`)."""
+
+    rewards: So101StackRLRewardsCfg = So101StackRLRewardsCfg()
+    demo_actions: str = "joint_position"
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.observations.policy.concatenate_terms = True
