@@ -101,6 +101,12 @@ def pick_and_lift_cfg(task: str, dt: float) -> PickAndLiftCfg:
 ENTRY_POINT = "pick_and_lift_cfg_entry_point"
 
 
+def pick_and_lift_expert(env: ManagerBasedEnv, task: str) -> PickAndLiftStateMachine:
+    """The lift tasks' scripted expert (their ``scripted_expert_entry_point``): the state machine for all of
+    ``env``'s envs with the task's :func:`pick_and_lift_cfg`."""
+    return PickAndLiftStateMachine(env.num_envs, env.device, pick_and_lift_cfg(task, env.step_dt))
+
+
 class PickAndLiftStateMachine:
     """Per-env states REST -> APPROACH -> DESCEND -> GRASP -> LIFT -> HOLD (held until the env resets)."""
 

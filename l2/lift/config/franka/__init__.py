@@ -20,10 +20,11 @@ BC_POLICY = Path(__file__).resolve().parent / "policies" / "bc" / "model.pth"
 _BC = {"bc_mapping": str(BC_MAPPING), "bc_policy": str(BC_POLICY)}
 
 _IK_ABS = f"{__name__}.ik_abs_env_cfg"
+_EXPERT = {"scripted_expert_entry_point": "l2.scripted.state_machine:pick_and_lift_expert"}
 for task_id, entry_point, cfg, extra in (
-    (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg", _BC),
-    (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg", {}),
-    (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg", {}),
+    (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg", {**_EXPERT, **_BC}),
+    (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg", _EXPERT),
+    (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg", _EXPERT),
     (f"{TASK_ID}-Mimic", "l2.mimic.env:LiftCubeMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg", {}),
 ):
     gym.register(

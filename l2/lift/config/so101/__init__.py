@@ -23,7 +23,10 @@ _BC = {"bc_mapping": str(BC_MAPPING), "bc_policy": str(BC_POLICY)}
 
 _CFG = f"{__name__}.joint_pos_env_cfg"
 _AGENTS = f"{__name__}.agents.rsl_rl_ppo_cfg"
-_EXPERT = {"pick_and_lift_cfg_entry_point": f"{__name__}.expert:SO101_PICK_AND_LIFT"}
+_EXPERT = {
+    "pick_and_lift_cfg_entry_point": f"{__name__}.expert:SO101_PICK_AND_LIFT",
+    "scripted_expert_entry_point": "l2.scripted.state_machine:pick_and_lift_expert",
+}
 for task_id, cfg, extra in (
     (TASK_ID, f"{_CFG}:So101LiftCubeEnvCfg", {**_EXPERT, **_BC}),
     (f"{TASK_ID}-Scripted", f"{_CFG}:So101ScriptedLiftCubeEnvCfg", _EXPERT),
