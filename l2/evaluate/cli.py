@@ -152,7 +152,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         from l2.rl.checkpoint import shipped_model
         from l2.rl.train import DEFAULT_TASK as RL_TASK
 
-        args.policy = PolicySpec("rsl_rl", str(shipped_model(args.task or RL_TASK)))
+        try:
+            args.policy = PolicySpec("rsl_rl", str(shipped_model(args.task or RL_TASK)))
+        except sim.OneLineError as exc:
+            parser.error(f"{exc} (--policy)")
     return args
 
 

@@ -33,14 +33,17 @@ POLICY_KWARG = "rsl_rl_policy"
 
 
 def shipped_model(task: str) -> Path:
-    """The policy shipped for ``task`` (its registration's :data:`POLICY_KWARG`), else the Franka's."""
+    """The policy shipped for ``task`` (its registration's :data:`POLICY_KWARG`); a
+    :class:`~l2.recording.sim.TaskCfgError` when none is."""
     import gymnasium as gym
 
     from l2.recording import sim
 
     sim.register_tasks()
     spec = gym.registry.get(task)
-    return Path(spec.kwargs[POLICY_KWARG]) if spec and POLICY_KWARG in spec.kwargs else SHIPPED_MODEL
+    if spec is None or POLICY_KWARG not in spec.kwargs:
+        raise sim.TaskCfgError(f"--task {task}: no rsl_rl policy is shipped for it; give a checkpoint (model_<it>.pt)")
+    return Path(spec.kwargs[POLICY_KWARG])
 
 
 Layout = dict[str, list[list]]

@@ -24,7 +24,7 @@ if __package__ in (None, ""):
 
 from l2.format import cli_args
 from l2.recording import cli, sim, workers
-from l2.rl.train import DEFAULT_TASK, load_agent_cfg
+from l2.rl.train import DEFAULT_TASK, check_rl_task, load_agent_cfg
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_checkpoint(args: argparse.Namespace) -> None:
-    """Refuse, before any simulator starts, a --checkpoint that is not an rsl_rl checkpoint."""
+    """Refuse, before any simulator starts, a task that is not an RL one, and a --checkpoint (or the task's shipped
+    policy) that is not an rsl_rl checkpoint."""
     from l2.rl import checkpoint as ckpt
 
     try:
+        check_rl_task(args.task)
         ckpt.load(args.checkpoint or ckpt.shipped_model(args.task), "cpu")
-    except ckpt.LayoutError as exc:
+    except (ckpt.LayoutError, sim.TaskCfgError) as exc:
         cli.fail(str(exc))
 
 

@@ -85,6 +85,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_rl_task(task: str, entry_point: str = AGENT_ENTRY_POINT) -> None:
+    """Refuse, before any simulator starts, a task whose registration names no rsl_rl runner cfg."""
+    import gymnasium as gym
+
+    sim.check_task(task)
+    if entry_point not in gym.registry[task].kwargs:
+        rl = sorted(k for k, spec in gym.registry.items() if entry_point in spec.kwargs and k.startswith("L2-"))
+        raise sim.TaskCfgError(
+            f"--task {task}: not an RL task, its registration names no {entry_point} (an rsl_rl runner cfg; "
+            f"this package's RL tasks: {', '.join(rl)})"
+        )
+
+
 def load_agent_cfg(task: str, device: str, seed: int | None, entry_point: str = AGENT_ENTRY_POINT):
     """The task's registered rsl_rl runner cfg, adapted to the installed rsl-rl version."""
     import importlib.metadata
@@ -140,6 +153,7 @@ def train(args: argparse.Namespace) -> int:
     from l2.lift.camera_cfg import NO_CAMERAS
     from l2.rl.checkpoint import env_layout
 
+    check_rl_task(args.task, args.agent)
     if args.init or args.resume:  # before the simulator starts
         from l2.rl.checkpoint import LayoutError, load
 
