@@ -33,12 +33,12 @@ def test_mimic_task_resolves_to_the_mimic_env_and_cfg():
     from isaaclab.envs import ManagerBasedRLMimicEnv, MimicEnvCfg
     from isaaclab_tasks.utils import parse_env_cfg
 
-    from l2.mimic.env import LiftCubeMimicEnv
+    from l2.mimic.env import TaskSpaceMimicEnv
     from l2.recording.sim import register_tasks
 
     register_tasks()
-    assert gym.spec(TASK).entry_point == "l2.mimic.env:LiftCubeMimicEnv"
-    assert issubclass(LiftCubeMimicEnv, ManagerBasedRLMimicEnv)
+    assert gym.spec(TASK).entry_point == "l2.mimic.env:TaskSpaceMimicEnv"
+    assert issubclass(TaskSpaceMimicEnv, ManagerBasedRLMimicEnv)
     cfg = parse_env_cfg(TASK, device="cpu", num_envs=1)
     assert isinstance(cfg, MimicEnvCfg)
     subtasks = cfg.subtask_configs["franka"]

@@ -1,6 +1,7 @@
 """A task that lacks what a source needs is refused in one line before any simulator starts, with nothing
 written: here the RL commands (train, rollout, evaluate's default policy) on tasks that are not RL tasks or ship
-no policy. The scripted, teleop and Mimic sources' own refusals are tested beside them."""
+no policy, and Mimic on a task with no Mimic env and cfg. The scripted and teleop sources' own refusals are tested
+beside them."""
 
 from __future__ import annotations
 
@@ -34,9 +35,13 @@ def _refused(args: list[str], tmp_path: Path) -> str:
         (["l2/rl/rollout.py", "--task", NOT_RL, "--output", "{tmp}/rl.hdf5"], "not an RL task"),
         (["l2/rl/rollout.py", "--task", NO_POLICY, "--output", "{tmp}/rl.hdf5"], "no rsl_rl policy is shipped"),
         (["-m", "l2.evaluate", "--task", NOT_RL, "--report", "{tmp}/eval.json"], "no rsl_rl policy is shipped"),
+        (
+            ["-m", "l2.mimic", "--task", NOT_RL, "--input", "README.md", "--output", "{tmp}/m.hdf5"],
+            "not a Mimic task",
+        ),
     ],
-    ids=["train-not-rl", "rollout-not-rl", "rollout-no-policy", "evaluate-no-policy"],
+    ids=["train-not-rl", "rollout-not-rl", "rollout-no-policy", "evaluate-no-policy", "mimic-not-mimic"],
 )
-def test_a_task_without_what_the_rl_source_needs_is_refused_in_one_line(args, expected, tmp_path):
+def test_a_task_without_what_a_source_needs_is_refused_in_one_line(args, expected, tmp_path):
     line = _refused([a.replace("{tmp}", str(tmp_path)) for a in args], tmp_path)
     assert expected in line and args[args.index("--task") + 1] in line, line

@@ -1,4 +1,4 @@
-"""The lift-cube Mimic env: the interface Isaac Lab Mimic's data generator drives the task through.
+"""The Mimic env of a task with one end effector: the interface Isaac Lab Mimic's data generator drives it through.
 
 Every pose is a 4x4 matrix in the robot root frame. Where the robot's task takes the IK-absolute action
 ``(x, y, z, qx, qy, qz, qw, gripper)`` (the Franka's), a target end-effector pose is an action, and back. Where it
@@ -13,15 +13,20 @@ from collections.abc import Sequence
 
 import torch
 from isaaclab.envs import ManagerBasedRLMimicEnv
+from isaaclab.managers import SceneEntityCfg
 from isaaclab.utils import math as math_utils
 
 from l2.lift import mdp
-from l2.lift.variants import GRASP_SIGNAL, OBJECT_NAME
 from l2.recording.task_space import TaskSpaceDriver, ik_command_pose
 
+SUBTASK_GROUP = "subtask_terms"
+"""The observation group of the subtask signals (Isaac Lab's Mimic tasks' name)."""
 
-class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
-    """Mimic wrapper of the lift-cube task (one end effector, the cfg's ``eef_name``; one object, the cube)."""
+
+class TaskSpaceMimicEnv(ManagerBasedRLMimicEnv):
+    """Mimic wrapper of a task with one end effector (the cfg's ``eef_name``), its rigid objects and the subtask
+    signals of its ``subtask_terms`` group (the lift's cube and ``grasp``; the stack's cubes, ``grasp_1``,
+    ``stack_1``, ``grasp_2``)."""
 
     _driver: TaskSpaceDriver | None = None
 
@@ -76,11 +81,16 @@ class LiftCubeMimicEnv(ManagerBasedRLMimicEnv):
         return {self.cfg.eef_name: actions[:, -1:]}
 
     def get_object_poses(self, env_ids: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
-        """The cube's pose in the robot root frame (Isaac Lab's default is the env frame)."""
+        """Every rigid object's pose in the robot root frame, the frame of the end-effector poses (Isaac Lab's
+        default is the env frame)."""
         ids = slice(None) if env_ids is None else env_ids
-        pose = mdp.object_pose_in_robot_root_frame(self)[ids]
-        return {OBJECT_NAME: math_utils.make_pose(pose[:, :3], math_utils.matrix_from_quat(pose[:, 3:]))}
+        poses = {}
+        for name in self.scene.rigid_objects:
+            pose = mdp.object_pose_in_robot_root_frame(self, object_cfg=SceneEntityCfg(name))[ids]
+            poses[name] = math_utils.make_pose(pose[:, :3], math_utils.matrix_from_quat(pose[:, 3:]))
+        return poses
 
     def get_subtask_term_signals(self, env_ids: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+        """Every term of the ``subtask_terms`` observation group, as the task last computed it."""
         ids = slice(None) if env_ids is None else env_ids
-        return {GRASP_SIGNAL: self.obs_buf["subtask_terms"][GRASP_SIGNAL][ids]}
+        return {name: signal[ids] for name, signal in self.obs_buf[SUBTASK_GROUP].items()}

@@ -71,6 +71,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return cli.parse(parser, argv)
 
 
+def check_mimic_task(task: str, device: str) -> None:
+    """Refuse, before any simulator starts, a task that Isaac Lab Mimic cannot drive: one whose env class is no
+    ``ManagerBasedRLMimicEnv`` or whose cfg is no ``MimicEnvCfg`` with subtasks."""
+    sim.init_warp(device)
+    import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
+    from isaaclab.envs import ManagerBasedRLMimicEnv
+    from isaaclab.envs.mimic_env_cfg import MimicEnvCfg
+    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+    sim.check_task(task)
+    cfg = load_cfg_from_registry(task, "env_cfg_entry_point")
+    entry = gym.registry[task].entry_point
+    if not isinstance(cfg, MimicEnvCfg) or not any(cfg.subtask_configs.values()):
+        why = "its cfg is no MimicEnvCfg with subtask_configs"
+    elif not issubclass(load_env_creator(entry) if isinstance(entry, str) else type(entry), ManagerBasedRLMimicEnv):
+        why = f"its env class {entry} is no ManagerBasedRLMimicEnv"
+    else:
+        return
+    mimic = sorted(k for k, spec in gym.registry.items() if k.startswith("L2-") and k.endswith(("-Mimic", "-Mimic-v0")))
+    raise sim.TaskCfgError(f"--task {task}: not a Mimic task, {why} (this package's Mimic tasks: {', '.join(mimic)})")
+
+
 def _check_input(args: argparse.Namespace) -> None:
     """Refuse, before the simulator starts, an input that is not a valid L2 file or lacks a demo."""
     from l2.format import schema
@@ -124,8 +147,8 @@ def generate(args: argparse.Namespace) -> int:
                 shutil.copyfile(annotated, partial)
         for n in notes:
             print(
-                f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), grasp signal rises at step "
-                f"{n.grasp_step}",
+                f"annotated {n.demo}: {n.steps} steps ({args.hold_steps} held), subtask signals rise at step "
+                + ", ".join(f"{signal} {step}" for signal, step in n.subtask_ends.items()),
                 flush=True,
             )
         annotate_s = time.perf_counter() - start
@@ -231,6 +254,10 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        check_mimic_task(args.task, args.device)
+    except sim.TaskCfgError as exc:
+        cli.fail(str(exc))
     _check_input(args)  # once, before any collector process starts
     return workers.run_collector(generate, args, ["-m", "l2.mimic"], desc="mimic demos")
 

@@ -25,7 +25,7 @@ for task_id, entry_point, cfg, extra in (
     (TASK_ID, "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaLiftCubeEnvCfg", {**_EXPERT, **_BC}),
     (f"{TASK_ID}-Scripted", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaScriptedLiftCubeEnvCfg", _EXPERT),
     (f"{TASK_ID}-Teleop", "isaaclab.envs:ManagerBasedRLEnv", f"{_IK_ABS}:FrankaTeleopLiftCubeEnvCfg", _EXPERT),
-    (f"{TASK_ID}-Mimic", "l2.mimic.env:LiftCubeMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg", {}),
+    (f"{TASK_ID}-Mimic", "l2.mimic.env:TaskSpaceMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg", {}),
 ):
     gym.register(
         id=task_id, entry_point=entry_point, kwargs={"env_cfg_entry_point": cfg, **extra}, disable_env_checker=True

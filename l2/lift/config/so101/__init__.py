@@ -31,7 +31,7 @@ for task_id, cfg, extra in (
     (TASK_ID, f"{_CFG}:So101LiftCubeEnvCfg", {**_EXPERT, **_BC}),
     (f"{TASK_ID}-Scripted", f"{_CFG}:So101ScriptedLiftCubeEnvCfg", _EXPERT),
     (f"{TASK_ID}-Teleop", f"{_CFG}:So101TeleopLiftCubeEnvCfg", _EXPERT),  # the leader-arm trace maker drives it
-    (f"{TASK_ID}-Mimic", f"{_CFG}:So101LiftCubeMimicEnvCfg", {"entry_point": "l2.mimic.env:LiftCubeMimicEnv"}),
+    (f"{TASK_ID}-Mimic", f"{_CFG}:So101LiftCubeMimicEnvCfg", {"entry_point": "l2.mimic.env:TaskSpaceMimicEnv"}),
     (
         RL_TASK_ID,
         f"{_CFG}:So101RLLiftCubeEnvCfg",

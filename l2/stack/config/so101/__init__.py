@@ -28,6 +28,12 @@ for task_id, cfg in (
         disable_env_checker=True,
     )
 gym.register(
+    id="L2-Stack-Cube-SO101-Mimic-v0",
+    entry_point="l2.mimic.env:TaskSpaceMimicEnv",
+    kwargs={"env_cfg_entry_point": f"{_CFG}:So101StackMimicEnvCfg"},
+    disable_env_checker=True,
+)
+gym.register(
     id=RL_TASK_ID,
     entry_point="isaaclab.envs:ManagerBasedRLEnv",
     kwargs={

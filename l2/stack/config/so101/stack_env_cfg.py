@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
+from isaaclab.envs.mimic_env_cfg import MimicEnvCfg, SubTaskConfig
 from isaaclab.managers import RewardTermCfg as RewTerm
 from isaaclab.managers import SceneEntityCfg
 from isaaclab.utils import configclass, replace
@@ -201,3 +202,50 @@ class So101StackRLEnvCfg(So101StackJointPosEnvCfg):
     def __post_init__(self):
         super().__post_init__()
         self.observations.policy.concatenate_terms = True
+
+
+MIMIC_SUBTASKS = (
+    ("cube_2", "grasp_1", "Grasp the red cube"),
+    ("cube_1", "stack_1", "Stack the red cube on the blue cube"),
+    ("cube_3", "grasp_2", "Grasp the green cube"),
+    ("cube_2", None, "Stack the green cube on the red cube"),
+)
+"""Isaac Lab's Franka stack Mimic subtasks, which the SO-101 stack's ``subtask_terms`` are made for: each segment
+is replayed relative to its object (``object_ref``), and ends where the task's own signal first rises."""
+
+
+@configclass
+class So101StackMimicEnvCfg(So101StackScriptedEnvCfg, MimicEnvCfg):
+    """Isaac Lab Mimic's generation on the stack (Isaac Lab ships no SO-101 stack Mimic cfg; this follows its
+    Franka stack's): the four subtasks of :data:`MIMIC_SUBTASKS` for the one end effector ``so101``, target poses
+    through the pose IK, joint targets out (``l2/mimic/env.py``). Isaac Lab's ``MimicEnvCfg`` comes last among the
+    bases: its ``__post_init__`` does not pass the call on."""
+
+    eef_name: str = "so101"
+    action_noise: float = 0.002
+    """Noise (m, std) on each generated target position."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        config = self.datagen_config
+        config.name = "stack_cube_so101_mimic"
+        config.generation_guarantee = True
+        config.generation_keep_failed = False
+        config.generation_select_src_per_subtask = True
+        config.generation_transform_first_robot_pose = False
+        config.generation_interpolate_from_last_target_pose = True
+        self.subtask_configs[self.eef_name] = [
+            SubTaskConfig(
+                object_ref=obj,
+                subtask_term_signal=signal,
+                subtask_term_offset_range=(10, 20) if signal else (0, 0),
+                selection_strategy="nearest_neighbor_object",
+                selection_strategy_kwargs={"nn_k": 3},
+                action_noise=self.action_noise,
+                num_interpolation_steps=5,
+                num_fixed_steps=0,
+                apply_noise_during_interpolation=False,
+                description=description,
+            )
+            for obj, signal, description in MIMIC_SUBTASKS
+        ]
