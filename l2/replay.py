@@ -176,12 +176,17 @@ def read_demos(
                     joint_pos=obs["joint_pos"][()] if "joint_pos" in obs else None,
                     object_position=obs["object_position"][()] if "object_position" in obs else None,
                     scene=json.loads(group.attrs[schema.ATTR_SCENE]) if schema.ATTR_SCENE in group.attrs else None,
-                    cameras={c: (path, obs[c].name, obs[c].shape) for c in schema.LIFT_CAMERA_TERMS if c in obs}
+                    cameras={c: (path, obs[c].name, obs[c].shape) for c in obs if _is_image(obs[c])}
                     if images
                     else None,
                 )
             )
     return env_name, task, demos
+
+
+def _is_image(node) -> bool:
+    """Whether an ``obs/<term>`` node holds camera frames: ``(T, H, W, 3)`` uint8."""
+    return isinstance(node, h5py.Dataset) and node.ndim == 4 and node.shape[-1] == 3 and node.dtype == np.uint8
 
 
 # ------------------------------------------------------------------------------------------- the env
@@ -190,18 +195,17 @@ def replay_task(env_name: str, path: str | Path = "") -> str:
     variant, whose files hold what its robot's other sources record as ``actions`` (the IK-absolute pose on the
     Franka, the joint targets on the SO-101): the task its registration names as ``demo_task``.
 
-    Raises :class:`ReplayError` for a task that is not one of ours."""
+    Raises :class:`ReplayError` for a task that is not registered."""
     import gymnasium as gym
 
     from l2.recording import sim
 
     sim.register_tasks()
     spec = gym.registry.get(env_name)
-    entry = (spec.kwargs.get("env_cfg_entry_point", "") if spec else "") or ""
-    if not isinstance(entry, str) or not entry.startswith("l2."):
+    if spec is None or not spec.kwargs.get("env_cfg_entry_point"):
         raise ReplayError(
-            f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is not a lift-cube task of "
-            "this package: cannot rebuild its env"
+            f"{path}:/{schema.DATA_GROUP}: env_args env_name {env_name!r} is no registered Isaac Lab task: cannot "
+            f"rebuild its env (a task of your own: name its package in {sim.TASK_MODULES})"
         )
     return spec.kwargs.get("demo_task", env_name)
 
@@ -221,6 +225,13 @@ def replay_env_cfg(
     for name in list(vars(env_cfg.terminations)):
         setattr(env_cfg.terminations, name, None)
     return env_cfg, success
+
+
+def _policy_term(env: ManagerBasedRLEnv, name: str):
+    """The cfg of the ``policy`` group's term ``name`` (its function and parameters resolved), or None."""
+    manager = env.observation_manager
+    names = manager.active_terms.get("policy", [])
+    return manager._group_obs_term_cfgs["policy"][names.index(name)] if name in names else None
 
 
 def _stack_states(states: list[dict], to_tensor: Callable[[np.ndarray], torch.Tensor]) -> dict:
@@ -251,6 +262,8 @@ class DemoReplayer:
             if isinstance(value, SceneEntityCfg):
                 value.resolve(env.scene)
         self._ik = shadow_ik_term(env)  # the end effector's Jacobian, for its deviation from the recorded path
+        self._joint_pos = _policy_term(env, "joint_pos")  # what obs/joint_pos records (absolute, or relative)
+        self._has_object = "object" in env.scene.rigid_objects
         self.seconds = 0.0
         """Wall time of the last :meth:`replay` (env building excluded)."""
         self.env_steps = 0
@@ -297,14 +310,15 @@ class DemoReplayer:
         start(range(n))
         while any(s >= 0 for s in slot):
             active = [e for e in range(n) if slot[e] >= 0]
-            q = robot.data.joint_pos.torch.cpu().numpy()
-            cube = object_position_in_robot_root_frame(env).cpu().numpy()
+            q = self._joint_pos.func(env, **self._joint_pos.params) if self._joint_pos else robot.data.joint_pos.torch
+            q = q.cpu().numpy()
+            cube = object_position_in_robot_root_frame(env).cpu().numpy() if self._has_object else None
             jac_v = self._ik._compute_frame_jacobian()[:, :3].cpu().numpy()
             for e in active:
                 demo, t = demos[slot[e]], step[e]
                 if t >= len(demo.actions):  # holding the last action (hold_steps): nothing recorded to compare
                     continue
-                if demo.object_position is not None:
+                if demo.object_position is not None and cube is not None:
                     errors[e]["cube"].append(float(np.linalg.norm(cube[e] - demo.object_position[t])))
                 if demo.joint_pos is not None:
                     dq = demo.joint_pos[t] - q[e]

@@ -81,8 +81,8 @@ def test_files_that_cannot_be_replayed_are_refused_in_one_line(tmp_path):
     cases = [
         (
             (other,),
-            f"{other}:/data: env_args env_name 'Isaac-Lift-Cube-Franka-IK-Abs-v0' is not a lift-cube task "
-            "of this package: cannot rebuild its env",
+            f"{other}:/data: env_args env_name 'Isaac-Lift-Cube-Franka-IK-Abs-v0' is no registered Isaac Lab task: "
+            "cannot rebuild its env (a task of your own: name its package in L2_TASK_MODULES)",
         ),
         (
             (legacy,),

@@ -38,16 +38,39 @@ def override_arg(text: str) -> str:
     return text
 
 
+TASK_MODULES = "L2_TASK_MODULES"
+"""Environment variable: comma-separated Python modules that register more gym ids (a user's task package),
+imported by :func:`register_tasks` in every process of a run."""
+
+
+def task_arg(text: str) -> str:
+    """``--task``: a gym id, or ``MODULE:ID`` (gymnasium's form): ``MODULE`` is imported first, here and, through
+    :data:`TASK_MODULES`, in every process the run starts, so that it registers ``ID``."""
+    import importlib
+    import os
+
+    module, sep, task = text.rpartition(":")
+    if not sep:
+        return text
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # a user's module: whatever its import raises is its error, in one line
+        raise argparse.ArgumentTypeError(f"cannot import {module} (from {text!r}): {exc}") from None
+    modules = [m for m in os.environ.get(TASK_MODULES, "").split(",") if m]
+    os.environ[TASK_MODULES] = ",".join(dict.fromkeys([*modules, module]))
+    return task
+
+
 def add_sim_args(
     parser: argparse.ArgumentParser,
     *,
     num_envs: int,
     task: str | None = DEFAULT_TASK,
-    task_help: str = "gym id of the task (default: %(default)s)",
+    task_help: str = "gym id of the task, or MODULE:ID to import the module that registers it (default: %(default)s)",
 ) -> None:
     """Isaac Lab's usual flags, plus Hydra-style ``key=value`` overrides (e.g. ``physics=physx``)."""
     group = parser.add_argument_group("simulation")
-    group.add_argument("--task", default=task, help=task_help)
+    group.add_argument("--task", type=task_arg, default=task, help=task_help)
     group.add_argument(
         "--num_envs", type=cli_args.positive_int, default=num_envs, help="parallel envs (default: %(default)s)"
     )
@@ -68,9 +91,10 @@ def add_sim_args(
 
 
 def register_tasks() -> None:
-    """Register the gym ids of the base task and of every variant: each l2 subpackage registers its own
-    in its ``__init__`` (which imports nothing heavier than gymnasium)."""
+    """Register the gym ids of this package's tasks (each l2 subpackage registers its own in its ``__init__``,
+    which imports nothing heavier than gymnasium), then those of the modules :data:`TASK_MODULES` names."""
     import importlib
+    import os
     import pkgutil
 
     import l2
@@ -78,6 +102,11 @@ def register_tasks() -> None:
     for package in pkgutil.iter_modules(l2.__path__, "l2."):
         if package.ispkg:
             importlib.import_module(package.name)
+    for module in filter(None, os.environ.get(TASK_MODULES, "").split(",")):
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            raise TaskCfgError(f"{TASK_MODULES}: cannot import {module}: {exc}") from None
 
 
 def load_env_cfg(
