@@ -45,6 +45,21 @@ holds that pose): :data:`JOINT_POSITION_ACTIONS`."""
 JOINT_POSITION_ACTIONS = "joint_position"
 """``actions`` are the robot's absolute joint-position targets, one column per joint (e.g. the SO-101's six)."""
 
+# What a recording says about its env, beside env_name (docs/l2-hdf5-schema.md, l2.format.metadata); all optional.
+ENV_ARGS_ROBOT = "robot"
+"""The robot's name (the env cfg's ``robot_name``, else its USD file's stem), e.g. ``so101``: L3's robot_type."""
+ENV_ARGS_CONTROL_HZ = "control_hz"
+"""Control steps per second, ``1 / (sim.dt * decimation)``: one row of every dataset per step."""
+ENV_ARGS_CAMERAS = "cameras"
+"""``{term: [H, W, C]}``: the recorded camera terms (``obs/<term>``) and their frame shape."""
+ENV_ARGS_COLUMNS = "columns"
+"""``{path: [name, ...]}``: per-column names of ``actions`` and of the ``obs/<term>`` datasets the recorder can name
+(joint terms by joint), paths relative to a demo group."""
+ENV_ARGS_RELATIVE = "relative"
+"""``[path, ...]``: the datasets whose values are not absolute: offsets from the default joint pose
+(``joint_pos_rel``, ``joint_vel_rel``), or actions that are deltas."""
+METADATA_KEYS = (ENV_ARGS_ROBOT, ENV_ARGS_CONTROL_HZ, ENV_ARGS_CAMERAS, ENV_ARGS_COLUMNS, ENV_ARGS_RELATIVE)
+
 # Observation terms every lift_cube source records (policy group, concatenate_terms=False).
 LIFT_OBS_TERMS = (
     "joint_pos",

@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 
 from l2.format import journal
+from l2.format import metadata as file_metadata
 from l2.format.cli_args import Parser, existing_file, non_negative_int
 from l2.format.hdf5_guard import read_through, read_through_all
 from l2.format.l2file import (
@@ -365,6 +366,7 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expec
         warn(f"/{LEGACY_EPISODES_GROUP}", "abandoned episodes/ group ignored; episodes are read from data/demo_<i>")
 
     report.env_name = _check_env_args(data, bad, warn)
+    meta = _check_metadata(data, bad)
     if action_dim == FROM_FILE:
         action_dim = None if _action_space(data) == JOINT_POSITION_ACTIONS else LIFT_ACTION_DIM
 
@@ -391,6 +393,7 @@ def _check_file(h5: h5py.File, report: FileReport, action_dim: int | None, expec
             samples_known = False
             continue
         report.violations += validate_episode(report.file, demo, action_dim)
+        _check_metadata_fits(demo, meta, bad)
         for term in expect_obs:
             if not isinstance(demo.get(f"{OBS}/{term}"), h5py.Dataset):
                 bad(f"{demo.name}/{OBS}/{term}", "missing obs term (required by --expect-obs)")
@@ -474,6 +477,28 @@ def _check_env_args(data: h5py.Group, bad: Report, warn: Report) -> str | None:
     if not env_name:
         warn(data.name, 'env_args "env_name" is empty (Isaac Lab writes "" when the env cfg sets none)')
     return env_name
+
+
+def _check_metadata(data: h5py.Group, bad: Report) -> file_metadata.Metadata:
+    """Check the recording's metadata in ``env_args`` (robot, control_hz, cameras, columns, relative), those keys
+    present; return their well-formed part."""
+    try:
+        env_args = parse_env_args(data.attrs.get(ATTR_ENV_ARGS))
+    except (ValueError, TypeError):
+        return file_metadata.Metadata()  # _check_env_args says why
+    for message in file_metadata.problems(env_args):
+        bad(data.name, message)
+    return file_metadata.read(env_args)
+
+
+def _check_metadata_fits(demo: h5py.Group, meta: file_metadata.Metadata, bad: Report) -> None:
+    """The metadata's column names and camera shapes against one demo's datasets."""
+    if not meta.columns and not meta.cameras:
+        return
+    paths = [*meta.columns, *(f"{OBS}/{cam}" for cam in meta.cameras)]
+    shapes = {p: d.shape for p in paths if isinstance(d := demo.get(p), h5py.Dataset)}
+    for path, message in file_metadata.fit_problems(meta, shapes):
+        bad(f"{demo.name}/{path}", message)
 
 
 # --------------------------------------------------------------------------------------------- CLI

@@ -208,6 +208,9 @@ class LiftCubeEnvCfg(LiftEnvCfg):
     gripper_targets: tuple[float, float] | None = None
     """``(open, closed)`` joint targets that a task-space driver's gripper command (``> 0`` open, ``< 0`` close)
     becomes, where the gripper's action is a joint position (None: the gripper's action takes the ±1 itself)."""
+    robot_name: str | None = None
+    """The robot's name its recordings carry (L3's ``robot_type``; l2/recording/metadata.py); None: the stem of the
+    robot's USD file."""
     instruction: str = variety.DEFAULT_INSTRUCTION
     """What the plain scene asks in every episode (``presets=variety`` draws one per episode that names its
     target's color); recorded with each demo, and L3's task text."""

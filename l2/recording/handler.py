@@ -11,6 +11,7 @@ exactly N demos land even when several envs succeed on the same step, writes the
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import functools
 import math
@@ -31,6 +32,7 @@ from isaaclab.utils import configclass
 from isaaclab.utils.datasets import EpisodeData, HDF5DatasetFileHandler
 
 from l2.format import atomic, schema
+from l2.format import metadata as file_metadata
 from l2.format.journal import JournaledFile
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
 from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames
@@ -57,7 +59,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
     ):
         super().__init__()
         self.extra_env_args = dict(env_args or {})
-        """Added to the ``env_args`` Isaac Lab writes (what ``actions`` holds when not an end-effector pose)."""
+        """Added to the ``env_args`` Isaac Lab writes (what ``actions`` holds when not an end-effector pose; what the
+        recording says about its env, :func:`add_file_metadata`)."""
         self.on_exists = on_exists
         self.max_successes = max_successes
         self.source = source
@@ -68,6 +71,7 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         self.successes_written = 0
         self.file_path: str | None = None
         self._layout_checked = False
+        self._metadata_fitted = False
         self._defer_env_args = False
         self._pending_env_args: dict = {}
         self._to_create: tuple[str, str | None] | None = None
@@ -228,6 +232,8 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         name = schema.demo_name(self._demo_count if demo_id is None else demo_id)
         existed, count, total = name in data, self._demo_count, data.attrs[schema.ATTR_TOTAL]
         env_args = data.attrs.get(schema.ATTR_ENV_ARGS)
+        if not self._metadata_fitted:
+            self._fit_metadata(episode.data, streamed)
         try:
             if self._pending_env_args:
                 super().add_env_args(self._pending_env_args)
@@ -273,6 +279,25 @@ class L2DatasetFileHandler(HDF5DatasetFileHandler):
         except Exception as exc:
             raise RecordingIOError(atomic.os_error(exc) or OSError(str(exc)), self.file_path) from exc
         self.successes_written += bool(episode.success)
+
+    def _fit_metadata(self, data: dict, streamed: dict[str, SpooledFrames]) -> None:
+        """Leave out of the file's metadata (:func:`add_file_metadata`) the column names and cameras that this run's
+        first episode does not bear out, with a warning: a file never names its columns wrongly."""
+        self._metadata_fitted = True
+        meta = file_metadata.read(self.extra_env_args)
+        shapes = {schema.ACTIONS: tuple(data[schema.ACTIONS].shape)} if schema.ACTIONS in data else {}
+        obs = data.get(schema.OBS, {})
+        shapes.update({f"{schema.OBS}/{k}": tuple(v.shape) for k, v in obs.items() if hasattr(v, "shape")})
+        shapes.update({path: tuple(frames.shape) for path, frames in streamed.items()})
+        for path, message in file_metadata.fit_problems(meta, shapes):
+            print(f"warning: {self.file_path}: not recorded: {message}", file=sys.stderr, flush=True)
+            for args in (self.extra_env_args, self._pending_env_args):
+                args.get(schema.ENV_ARGS_COLUMNS, {}).pop(path, None)
+                args.get(schema.ENV_ARGS_CAMERAS, {}).pop(path.removeprefix(f"{schema.OBS}/"), None)
+        for args in (self.extra_env_args, self._pending_env_args):
+            for key in (schema.ENV_ARGS_COLUMNS, schema.ENV_ARGS_CAMERAS):
+                if key in args and not args[key]:
+                    del args[key]
 
     def _check_free_space(self, need: int) -> None:
         """Stop before writing an episode (``need`` bytes at most) that the disk has no room for: a write that
@@ -452,6 +477,30 @@ def configure_recording(
     env_cfg.recorders = cfg
     env_cfg.env_name = task  # RecorderManager writes it into data.attrs["env_args"]
     return output
+
+
+def add_file_metadata(env: ManagerBasedEnv) -> None:
+    """Once the env is built: what its files will say about it beside ``env_name`` (robot, control rate, cameras,
+    column names, relative datasets: :func:`l2.recording.metadata.describe`), written with their first demo."""
+    from l2.recording.metadata import describe
+
+    handlers = _file_handlers(getattr(env, "recorder_manager", None))
+    if not handlers:
+        return
+    terms = [getattr(term, "class_type", None) for term in vars(env.cfg.recorders).values()]
+    if any(getattr(cls, "records_ee_poses", False) for cls in terms):
+        actions = "ee_pose"
+    elif any(getattr(cls, "records_joint_targets", False) for cls in terms):
+        actions = "joint_targets"
+    else:
+        actions = "env"
+    try:
+        meta = describe(env, ("policy", SCENE_GROUP), CameraFramesRecorderCfg().group, actions)
+    except Exception as exc:  # an env laid out as none before: the demos are still worth recording
+        print(f"warning: the file will not say what its columns are ({exc!r})", file=sys.stderr, flush=True)
+        return
+    for handler in handlers:
+        handler.extra_env_args.update(copy.deepcopy(meta))  # each handler fits its own (_fit_metadata)
 
 
 def records_ee_poses(env_cfg: ManagerBasedRLEnvCfg, recorders: RecorderManagerBaseCfg) -> bool:

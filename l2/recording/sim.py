@@ -251,9 +251,10 @@ def make_env(env_cfg: ManagerBasedRLEnvCfg, task: str, **launcher_args) -> Itera
     with launch_simulation(env_cfg, {"headless": True, "device": env_cfg.sim.device, **launcher_args}):
         env = gym.make(task, cfg=env_cfg).unwrapped
         try:
-            from l2.recording.handler import check_append_layout, close_after_io_error
+            from l2.recording.handler import add_file_metadata, check_append_layout, close_after_io_error
 
             check_append_layout(env)  # before the first step: a mismatch is known now, not at the first demo
+            add_file_metadata(env)
             yield env
         except RecordingIOError as exc:
             print(f"error: {exc.line(close_after_io_error(env))}", file=sys.stderr, flush=True)

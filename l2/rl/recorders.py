@@ -105,6 +105,9 @@ class JointTargetActionRecorder(RecorderTerm):
     then gripper: the action of a robot whose other sources record joint positions (the SO-101's). A relative arm
     action's target is ``q + Δ`` with ``q`` measured then, as :class:`EquivalentIKAbsActionRecorder` takes it."""
 
+    records_joint_targets = True
+    """Its ``actions`` are one target per joint of each action term (``l2.recording.handler.add_file_metadata``)."""
+
     def record_post_step(self):
         from isaaclab.envs.mdp.actions.joint_actions import RelativeJointPositionAction
 

@@ -27,6 +27,7 @@ from l2.format import atomic, schema
 from l2.format.cli_args import Parser, existing_file, non_negative_int, output_file
 from l2.format.interrupts import interrupted_line, terminate_as_interrupt
 from l2.format.l2file import L2File, describe_obs_layout
+from l2.format.metadata import agreed
 from l2.format.validate import FROM_FILE, LIFT_ACTION_DIM, validate_file
 
 ATTR_SOURCE = schema.ATTR_SOURCE
@@ -46,8 +47,9 @@ class MergeError(Exception):
 
 def task_signature(env_args: dict) -> dict:
     """What must be equal for two files to be of the same task: ``env_args`` without the run-only
-    ``sim_args`` entries (how many envs ran in parallel)."""
-    out = {k: v for k, v in env_args.items() if k != "sim_args"}
+    ``sim_args`` entries (how many envs ran in parallel) and without the recording's metadata (what the files say
+    alike of it is kept: :func:`l2.format.metadata.agreed`)."""
+    out = {k: v for k, v in env_args.items() if k != "sim_args" and k not in schema.METADATA_KEYS}
     sim = env_args.get("sim_args")
     if isinstance(sim, dict):
         out["sim_args"] = {k: v for k, v in sim.items() if k not in RUN_ONLY_SIM_ARGS}
@@ -137,7 +139,7 @@ def merge(
     (e.g. the scripted and teleop gym ids) be merged; every other ``env_args`` entry must still match.
     ``provenance=False`` copies the demos as they are, without the ``source``/``source_file``/``source_demo``
     attributes (the shards of one collection: l2.recording.workers); ``env_args``: the merged file's, instead of
-    the first input's.
+    the first input's. The recording's metadata (robot, cameras, column names, ...) is what the inputs say alike.
     Raises :class:`MergeError` on bad input or an existing output without ``overwrite``; nothing is left behind.
     """
     paths = [os.fspath(p) for p in inputs]
@@ -155,7 +157,8 @@ def merge(
     files = [_Input(p, action_dim) for p in paths]
     check_same_task(files, env_name)
 
-    env_args = dict(env_args or files[0].env_args)
+    env_args = {k: v for k, v in (env_args or files[0].env_args).items() if k not in schema.METADATA_KEYS}
+    env_args.update(agreed(f.env_args for f in files))
     if env_name is not None:
         env_args["env_name"] = env_name
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,8 @@ class FrankaLiftCubeEnvCfg(LiftCubeEnvCfg):
     """The base task with the offline Franka (``presets=franka_nucleus``: NVIDIA's), its wrist camera, an
     end-effector frame between the finger pads, the IK-absolute arm action and a binary gripper."""
 
+    robot_name: str = "franka_panda"
+
     def __post_init__(self):
         super().__post_init__()
         self.scene.robot = FrankaCfg()

@@ -97,6 +97,7 @@ class So101LiftCubeEnvCfg(LiftCubeEnvCfg):
     joints: ``shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, wrist_roll`` then ``gripper``."""
 
     scene: So101LiftCubeSceneCfg = So101LiftCubeSceneCfg(num_envs=16, env_spacing=2.0)
+    robot_name: str = "so101"
     ik_arm_action = IK_ARM_ACTION
     gripper_targets = (GRIPPER_OPEN, GRIPPER_CLOSED)
 
