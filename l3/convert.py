@@ -382,6 +382,8 @@ def convert(
     for notice in plan.notices:
         summary.notices.append(notice)
         log(notice)
+    if plan.inferred:  # written into the dataset, for the user to edit and pass back with --config
+        summary.mapping, summary.unnamed = lay.MAPPING_PATH, plan.unnamed
     layout = Layout(plan.layout, plan.camera_shapes)
     state = {"plan": plan, "root": None, "layout": layout}
 
@@ -439,6 +441,9 @@ def convert(
             for file in files:  # a file is refused whole, as if checked before the scan: parts left unread too
                 check_read_through(file)
         meta.finish()
+        if plan.inferred:
+            header = l3_inputs.inferred_header(list(plan.origins), plan.unnamed)
+            (tmp / lay.MAPPING_PATH).write_text(dump_mapping(plan.mapping(), header), encoding="utf-8")
         violations = l3_validate.validate(tmp, deep=False)
         if violations:
             shown = "\n".join(f"  {v}" for v in violations[:20])
@@ -588,20 +593,23 @@ def build_parser() -> Parser:
 def print_config(args: argparse.Namespace) -> int:
     files = resolve_inputs(args.inputs)
     if args.config:
-        m, origin = load_mapping(args.config), args.config
-    elif not files:
+        m = load_mapping(args.config)
+        sys.stdout.write(dump_mapping(m, f"L3 mapping ({args.config}); edit and pass back with --config FILE"))
+        return 0
+    if not files:
         raise UsageError(f"no input files in {', '.join(args.inputs)} to infer the mapping from")
-    else:
-        with l3_inputs.Input(files[0], args.input_format) as inp:
-            scan = inp.scan(source_override(files[0], parse_source_overrides(args.source)))
-        if not scan.refs:
-            raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
-        ref = scan.refs[0]
-        terms, names = inp.reader.describe(ref)
-        m, origin = inp.reader.infer_mapping(ref, terms), f"inferred from {files[0]} ({inp.format} format)"
-        dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
-        m = with_names(m, dims, names)
-    sys.stdout.write(dump_mapping(m, f"L3 mapping ({origin}); edit and pass back with --config FILE"))
+    with l3_inputs.Input(files[0], args.input_format) as inp:
+        scan = inp.scan(source_override(files[0], parse_source_overrides(args.source)))
+    if not scan.refs:
+        raise scan.errors[0] if scan.errors else UsageError(f"{files[0]}: no episodes")
+    ref = scan.refs[0]
+    terms, names = inp.reader.describe(ref)
+    m = inp.reader.infer_mapping(ref, terms)
+    unnamed = l3_inputs.unnamed_keys(m, terms, names)
+    line = l3_inputs.unnamed_line(unnamed, [files[0]], bool(names)) if unnamed else None
+    dims = {p: (terms[p][0][1] if len(terms[p][0]) > 1 else 0) for p in m.sources()}
+    m = with_names(m, dims, names)
+    sys.stdout.write(dump_mapping(m, l3_inputs.inferred_header([(inp.format, files[0])], line)))
     return 0
 
 

@@ -28,7 +28,7 @@ from l3.episode import Episode
 from l3.errors import ConfigError, InputError
 from l3.mapping import Mapping, reconcile, resolve_fps, with_names
 from l3.readers import aloha_hdf5, l2_hdf5, platform_hdf5
-from l3.readers.common import EpisodeRef, FileScan, Reader, check_read_through, open_hdf5, reading
+from l3.readers.common import EpisodeRef, FileScan, Reader, Terms, check_read_through, open_hdf5, reading
 
 READERS: dict[str, Reader] = {r.format: r for r in (l2_hdf5.READER, platform_hdf5.READER, aloha_hdf5.READER)}
 FORMATS = tuple(READERS)
@@ -122,6 +122,19 @@ class Plan:
     camera_shapes: dict[str, tuple[int, int]]
     notices: tuple[str, ...] = ()
     """What the user should know about the plan (e.g. inputs relabelled to the config's fps, legacy quaternions)."""
+    inferred: bool = False
+    """No mapping was given: each format's was inferred from its first episode."""
+    unnamed: str | None = None
+    """With an inferred mapping, which keys' columns no input names (:func:`unnamed_line`)."""
+    origins: tuple[tuple[str, str], ...] = ()
+    """``(format, file)``: the input each format's mapping was made for (inferred from its first episode)."""
+
+    def mapping(self) -> Mapping:
+        """The mapping to write out and pass back with ``--config``: the one format's (names filled in, fps as given:
+        None for the inputs' rate), or with several formats the dataset layout and an ``inputs:`` section each."""
+        if len(self.mappings) == 1:
+            return next(iter(self.mappings.values()))
+        return replace(self.layout, fps=next(iter(self.mappings.values())).fps, inputs=tuple(self.mappings.items()))
 
     def read_mapping(self, fmt: str) -> Mapping:
         """The format's mapping without its ``zeros`` padding keys (what the reader reads)."""
@@ -138,11 +151,16 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
         firsts.setdefault(r.format, r)
     base = config if isinstance(config, Mapping) or config is None else load_mapping(config)
     mappings, dims, origins = {}, {}, {}
+    unnamed: list[str] = []
+    recorded_names = False
     for fmt, ref in firsts.items():
         reader = READERS[fmt]
         with reading(ref.file, ref.group):
             terms, names = reader.describe(ref)
         m = base.for_format(fmt) if base is not None else reader.infer_mapping(ref, terms)
+        if base is None:
+            unnamed += unnamed_keys(m, terms, names)
+            recorded_names |= bool(names)
         for p in m.sources():
             if p not in terms:
                 if base is not None and len(firsts) > 1 and fmt not in dict(base.inputs):
@@ -166,6 +184,8 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
     for fmt, m in mappings.items():
         notices += READERS[fmt].notices([r for r in candidates if r.format == fmt], m)
     layout = replace(layout, fps=fps)
+    files = [r.file for r in firsts.values()]
+    line = unnamed_line(list(dict.fromkeys(unnamed)), files, recorded_names) if unnamed else None
     if "platform" in mappings and layout.fps != platform_hdf5.FPS:
         raise ConfigError(
             f"fps is {layout.fps}, but platform exports are on a fixed {platform_hdf5.FPS} Hz frame "
@@ -196,7 +216,43 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
                     "one video size per camera key (frames are not resized)"
                 )
             cams.setdefault(c.key, hw)
-    return Plan(layout, mappings, dims, cams, tuple(notices))
+    return Plan(
+        layout,
+        mappings,
+        dims,
+        cams,
+        tuple(notices),
+        inferred=base is None,
+        unnamed=line,
+        origins=tuple(origins.items()),
+    )
+
+
+def inferred_header(origins: list[tuple[str, str]], unnamed: str | None) -> str:
+    """The comment over an inferred mapping written out (``--print-config``, ``meta/l3_mapping.yaml``)."""
+    made = ", ".join(f"{file} ({fmt} format)" for fmt, file in origins)
+    header = f"L3 mapping inferred from {made}; edit it and convert again with --config FILE"
+    return header + (f"\n{unnamed}" if unnamed else "")
+
+
+def unnamed_keys(m: Mapping, terms: Terms, names: dict[str, list[str]]) -> list[str]:
+    """The state and action keys of ``m`` whose columns neither it nor the input names (``names``: what
+    :meth:`Reader.describe` gives), as ``state.<key>``."""
+    out = []
+    for group, slices in (("state", m.state), ("action", m.action)):
+        for s in slices:
+            width = terms[s.source][0][1] if s.source in terms and len(terms[s.source][0]) > 1 else None
+            if s.zeros is None and s.names is None and len(names.get(s.source) or ()) != width:
+                out.append(f"{group}.{s.key}")
+    return out
+
+
+def unnamed_line(keys: list[str], files: list[str], recorded_any: bool) -> str:
+    """What an inferred mapping says of ``keys``, whose columns no input names (``recorded_any``: the inputs name some
+    other columns): ``columns unnamed: ...``."""
+    where = ", ".join(files)
+    what = f"no names for {', '.join(keys)}" if recorded_any else f"no column names ({', '.join(keys)})"
+    return f"columns unnamed: {where} records {what}; written as <key>_<i> (give names: in the mapping)"
 
 
 def read_episode(

@@ -26,6 +26,9 @@ EPISODES_STATS_PATH = f"{META}/episodes_stats.jsonl"
 TASKS_PATH = f"{META}/tasks.jsonl"
 MODALITY_PATH = f"{META}/modality.json"
 STATS_PATH = f"{META}/stats.json"
+MAPPING_PATH = f"{META}/l3_mapping.yaml"
+"""The mapping a conversion inferred (no ``--config``), for the user to edit and pass back with ``--config``; not
+read by any loader."""
 DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
 VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
 

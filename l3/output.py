@@ -35,6 +35,10 @@ class Summary:
     per_source: dict[str, SourceCount] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    mapping: str | None = None
+    """Where in the dataset the inferred mapping was written (no mapping given), relative to ``output``."""
+    unnamed: str | None = None
+    """With an inferred mapping: which keys' columns the inputs do not name (``columns unnamed: ...``)."""
 
     def count_bytes(self) -> None:
         """``nbytes``: the size of every file of the written dataset at ``output``."""
@@ -69,6 +73,10 @@ class Summary:
             f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
             f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)"
         )
+        if self.mapping is not None:
+            lines.append(f"mapping (inferred) {self.output / self.mapping}: edit it and convert again with --config")
+        if self.unnamed is not None:
+            lines.append(self.unnamed)
         lines += [f"skipped (bad input): {s}" for s in self.skipped]
         return "\n".join(lines)
 

@@ -132,9 +132,11 @@ def run_converter(stage: Path, fields: Path, python: str) -> dict:
 
 
 def complete(root: Path, v21: Path) -> None:
-    """Put back what LeRobot's converter leaves out: meta/modality.json (GR00T's key slices, unused by LeRobot) and
-    the dataset-wide q01/q99 of our stats.json."""
+    """Put back what LeRobot's converter leaves out: meta/modality.json (GR00T's key slices, unused by LeRobot), the
+    inferred mapping (meta/l3_mapping.yaml, when there is one) and the dataset-wide q01/q99 of our stats.json."""
     shutil.copy2(v21 / lay.MODALITY_PATH, root / lay.MODALITY_PATH)
+    if (v21 / lay.MAPPING_PATH).is_file():
+        shutil.copy2(v21 / lay.MAPPING_PATH, root / lay.MAPPING_PATH)
     ours = meta.read_json(v21, lay.STATS_PATH)
     path = root / lay.STATS_PATH
     stats = meta.read_json(root, lay.STATS_PATH)

@@ -10,12 +10,13 @@ are read lazily in chunks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import h5py
 import numpy as np
 
+from l2.format import metadata as file_metadata
 from l2.format import schema
 from l2.format.l2file import demo_source, parse_env_args, read_episode_data
 from l2.format.validate import validate_episode
@@ -190,6 +191,7 @@ class L2Reader:
                     raise InputError(file, f"/{schema.DATA_GROUP}", str(exc)) from None
                 env_name = args.get("env_name")
                 rate = recorded_rate(file, args.get("sim_args"))
+                rate = file_metadata.read(args).control_hz or rate
             names = schema.sorted_demo_names(data.keys())
             if not names:
                 raise InputError(file, f"/{schema.DATA_GROUP}", "no demo_<i> episodes (empty file)")
@@ -245,7 +247,19 @@ class L2Reader:
                 )
         return scan
 
+    def metadata(self, file: str) -> file_metadata.Metadata:
+        """What the file's recording says about its env (:mod:`l2.format.metadata`; empty when it says nothing)."""
+        with self._cached(file) as f, reading(file, f"/{schema.DATA_GROUP}", SCAN_ERROR):
+            raw = f[schema.DATA_GROUP].attrs.get(schema.ATTR_ENV_ARGS)
+            if raw is None:
+                return file_metadata.Metadata()
+            try:
+                return file_metadata.read(parse_env_args(attr_text(raw, errors="replace")))
+            except ValueError:
+                return file_metadata.Metadata()
+
     def describe(self, ref: L2Ref) -> tuple[Terms, dict[str, list[str]]]:
+        """The episode's datasets, and the column names its file records (``env_args["columns"]``)."""
         out: Terms = {}
 
         def visit(name: str, obj) -> None:
@@ -255,13 +269,19 @@ class L2Reader:
         check_demo_read_through(ref.file, ref.demo)
         with self._cached(ref.file) as f:
             f[ref.group].visititems(visit)
-        return out, {}
+        return out, {path: list(names) for path, names in self.metadata(ref.file).columns.items()}
 
     def infer_mapping(self, ref: L2Ref, terms: Terms) -> Mapping:
         """Float (T, d) observation terms become state keys (except the ``obs/actions`` echo of the previous
         action), (T, H, W, 3) uint8 terms become cameras, and ``actions`` becomes ``action.ee_pose`` +
-        ``action.gripper`` when it has the lift-cube width 8 (IK-absolute pose, scalar-last quaternion) or a
-        single ``action.actions`` key otherwise; robot_type and task from the env name."""
+        ``action.gripper`` when it has the lift-cube width 8 and no other column names (IK-absolute pose,
+        scalar-last quaternion) or a single ``action.actions`` key otherwise.
+
+        What the recording says about its env (:mod:`l2.format.metadata`) comes first: robot_type is its robot, the
+        cameras its camera terms, the datasets it calls relative are not absolute (their column names come with
+        :meth:`describe`); else robot_type is ``franka_panda`` when the env name says Franka. The task is the
+        episode's instruction, else the env name (the task id)."""
+        meta = self.metadata(ref.file)
         action_key = schema.ACTIONS
         state: list[Slice] = []
         cameras: list[Camera] = []
@@ -272,11 +292,18 @@ class L2Reader:
             if schema.is_camera_term(shape, dtype):
                 cameras.append(Camera(name.replace("/", "_"), path))
             elif len(shape) == 2 and dtype.startswith("float") and name != schema.ACTIONS:
-                state.append(Slice(name.replace("/", "_"), path))
+                state.append(Slice(name.replace("/", "_"), path, absolute=path not in meta.relative))
+        recorded = [c for c in cameras if c.source.removeprefix(schema.OBS + "/") in meta.cameras]
+        if recorded:  # in the recording's order
+            order = list(meta.cameras)
+            cameras = sorted(recorded, key=lambda c: order.index(c.source.removeprefix(schema.OBS + "/")))
         if action_key not in terms:
             raise ConfigError(f"cannot infer a mapping: no '{action_key}' dataset in the episode")
         ashape = terms[action_key][0]
-        if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM:
+        names = meta.columns.get(action_key)
+        lift_layout = names is None or tuple(names) == schema.LIFT_ACTION_NAMES
+        absolute = action_key not in meta.relative
+        if len(ashape) == 2 and ashape[1] == schema.LIFT_ACTION_DIM and lift_layout and absolute:
             q = schema.EE_QUAT_SLICE
             action = (
                 Slice(
@@ -292,18 +319,19 @@ class L2Reader:
             )
             action_dim = schema.LIFT_ACTION_DIM
         else:
-            action = (Slice("actions", action_key),)
+            action = (Slice("actions", action_key, absolute=absolute),)
             action_dim = None
         if not state:
             raise ConfigError("cannot infer a mapping: no float (T, d) observation term for the state")
+        state, action = _named(state, terms, meta), _named(list(action), terms, meta)
         env = ref.env_name or ""
-        robot = "franka_panda" if "franka" in env.lower() else "unknown"
+        robot = meta.robot or ("franka_panda" if "franka" in env.lower() else "unknown")
         return Mapping(
             robot_type=robot,
             fps=None,
-            task=env or "unknown task",
+            task=ref.task or env or "unknown task",
             state=tuple(state),
-            action=action,
+            action=tuple(action),
             cameras=tuple(cameras),
             action_dim=action_dim,
         )
@@ -410,6 +438,25 @@ class L2Reader:
 
     def close(self) -> None:
         self._files.close()
+
+
+def _named(slices: list[Slice], terms: Terms, meta: file_metadata.Metadata) -> list[Slice]:
+    """``slices`` without names given the names the recording gives their columns; a name that more than one key of
+    the group would carry (``joint_pos`` and ``joint_vel`` both name every joint) becomes ``<key>.<name>``."""
+    given = {}
+    for s in slices:
+        names = meta.columns.get(s.source)
+        shape = terms.get(s.source, ((),))[0]
+        if s.names is None and names is not None and len(shape) == 2 and len(names) == shape[1]:
+            given[s.key] = names[s.start : s.end]
+    seen: dict[str, int] = {}
+    for names in given.values():
+        for n in set(names):
+            seen[n] = seen.get(n, 0) + 1
+    return [
+        replace(s, names=tuple(n if seen[n] == 1 else f"{s.key}.{n}" for n in given[s.key])) if s.key in given else s
+        for s in slices
+    ]
 
 
 def _filtered(file: str, f: h5py.File, names: list[str], key: str) -> list[str]:
