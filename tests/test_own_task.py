@@ -25,6 +25,7 @@ pytestmark = pytest.mark.sim
 
 TASK = "Test-Own-Lift-Cylinder-SO101"
 INSTRUCTION = "Pick up the blue cylinder."
+JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
 @configclass
@@ -103,5 +104,14 @@ def test_a_task_of_one_s_own_is_recorded_converted_without_a_mapping_and_validat
     assert l3_validate.main([str(dataset)]) == 0
     info = json.loads((dataset / "meta" / "info.json").read_text())
     assert info["total_episodes"] == 2
+    # what the recording says about its env names the columns: no mapping was written by hand
+    assert info["robot_type"] == "so101"
+    modality = json.loads((dataset / "meta" / "modality.json").read_text())
+    assert {"joints", "cylinder_position"} <= set(modality["state"])
+    joints = modality["state"]["joints"]
+    state_names = info["features"]["observation.state"]["names"]
+    assert state_names[joints["start"] : joints["end"]] == list(JOINTS)
+    assert info["features"]["action"]["names"] == list(JOINTS)
+    assert (dataset / "meta" / "l3_mapping.yaml").is_file()  # the mapping used, to edit and convert again
     tasks = [json.loads(line)["task"] for line in (dataset / "meta" / "tasks.jsonl").read_text().splitlines()]
     assert INSTRUCTION in tasks
