@@ -2,8 +2,9 @@
 
 Isaac Lab's SE(3) devices (``Se3Keyboard``, ``Se3SpaceMouse``, ``Se3Gamepad``) output
 ``[dx, dy, dz, rx, ry, rz, gripper]``: a position step (m) and a rotation vector (rad) in the robot
-root frame, plus a binary gripper (+1 open, -1 close). The lift-cube task takes an absolute
-end-effector target ``[x, y, z, qx, qy, qz, qw, gripper]``, so every source records the same actions.
+root frame, plus a gripper (+1 open, -1 close; a value between, part open, as an analog trigger or the trace
+maker's expert gives it). A task takes an absolute end-effector target ``[x, y, z, qx, qy, qz, qw, gripper]``, as
+its action or through its robot's IK (:mod:`l2.recording.task_space`).
 :class:`DeltaPoseAccumulator` integrates the deltas into that target with Isaac Lab's own
 ``apply_delta_pose`` (the rule its IK-relative controller uses), starting from the home
 end-effector target of the task cfg (``ee_home``) at the start of each attempt.
@@ -24,14 +25,14 @@ class DeltaPoseAccumulator:
     """Absolute end-effector target of one env, moved by delta commands.
 
     Args:
-        workspace_min, workspace_max: the target position is clamped to this box (robot root frame, m),
-            so that an operator cannot drive the IK target far out of reach.
+        workspace_min, workspace_max: the target position is clamped to this box (robot root frame, m: in front of
+            the base, above its mounting plane), so that an operator cannot drive the IK target far out of reach.
     """
 
     def __init__(
         self,
         device: str | torch.device = "cpu",
-        workspace_min: tuple[float, float, float] = (0.2, -0.5, 0.0),
+        workspace_min: tuple[float, float, float] = (0.0, -0.5, 0.0),
         workspace_max: tuple[float, float, float] = (0.8, 0.5, 0.6),
     ):
         self.device = torch.device(device)
@@ -59,12 +60,17 @@ class DeltaPoseAccumulator:
         pos, quat = apply_delta_pose(self.pos, self.quat, command[:, :6])
         self.pos = torch.clamp(pos, self.lo, self.hi)
         self.quat = quat / torch.linalg.vector_norm(quat, dim=-1, keepdim=True)
-        self.gripper = 1.0 if float(command[0, 6]) >= 0 else -1.0
+        self.gripper = _gripper(command[0, 6])
         return self.action
 
     def set_absolute(self, target: torch.Tensor) -> torch.Tensor:
         """Take an absolute target ``(8,)`` from an absolute device (XR) as is."""
         target = target.reshape(1, ACTION_DIM).to(self.device, torch.float32)
         self.pos, self.quat = target[:, :3].clone(), target[:, 3:7].clone()
-        self.gripper = 1.0 if float(target[0, 7]) >= 0 else -1.0
+        self.gripper = _gripper(target[0, 7])
         return self.action
+
+
+def _gripper(value: torch.Tensor) -> float:
+    """A command's gripper within [-1 closed, +1 open]."""
+    return min(1.0, max(-1.0, float(value)))

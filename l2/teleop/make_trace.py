@@ -1,15 +1,17 @@
 """Make a device-input trace by letting a scripted "operator" drive a real teleop session.
 
-The operator is a :class:`~isaaclab.devices.DeviceBase` that looks at the cube and outputs what a
-person on a keyboard would: small clipped steps ``[dx, dy, dz, rx, ry, rz, gripper]`` (above the cube,
-down to it, close, lift) plus a ``start`` event. The session records them with the same
+The operator is a :class:`~isaaclab.devices.DeviceBase` that follows the task's scripted expert (its gym
+registration's ``scripted_expert_entry_point``, :mod:`l2.scripted.expert`) the way a person on a keyboard would:
+each poll, a step toward the expert's end-effector target no larger than a key press gives
+``[dx, dy, dz, rx, ry, rz, gripper]`` (each axis within ``POS_STEP``, the rotation within ``ROT_STEP``), the gripper
+as the expert commands it, plus a ``start`` event. The session records them with the same
 :class:`~l2.teleop.trace.TraceRecorder` as ``run.py --record-trace``, so the trace replays through
 ``--teleop_device replay`` to the same demo. This is how ``config/teleop/lift_cube_trace.json`` was made::
 
     python -m l2.teleop.make_trace --output config/teleop/lift_cube_trace.json --seed 42
 
 With ``--operator leader`` the operator is a leader arm instead (:class:`LeaderArmOperator`): the joint positions the
-robot's scripted expert reaches for, recorded as a ``joint`` trace, for a task whose action is joint positions::
+task's scripted expert reaches for, recorded as a ``joint`` trace, for a task whose action is joint positions::
 
     python -m l2.teleop.make_trace --task L2-Lift-Cube-SO101-JointPos-Teleop --operator leader \\
         --output config/teleop/so101_lift_cube_leader_trace.json --seed 42
@@ -30,33 +32,23 @@ from l2.recording.errors import OneLineError
 from l2.recording.sim import override_arg
 from l2.teleop.devices import POS_STEP, ROT_STEP
 
-# (phase, height of the end effector above the cube centre, gripper, ticks to hold after reaching it)
-PHASES = [("above", 0.10, 1.0, 15), ("descend", 0.0, 1.0, 15), ("close", 0.0, -1.0, 20), ("lift", 0.18, -1.0, 10_000)]
-
 
 class ScriptedOperator(DeviceBase):
-    """Drives the session's end-effector target to the cube and lifts it, in device-sized steps."""
+    """The task's scripted expert at a keyboard: each poll, the device-sized step from the session's end-effector
+    target toward the expert's, and the expert's gripper command."""
 
-    def __init__(self, env, target, pos_step: float = POS_STEP, rot_step: float = ROT_STEP):
+    def __init__(self, env, target, expert, pos_step: float = POS_STEP, rot_step: float = ROT_STEP):
         super().__init__()
-        self.env, self.target = env, target  # target: the session's DeltaPoseAccumulator (read only)
+        self.env, self.target, self.expert = env, target, expert  # target: the session's DeltaPoseAccumulator
         self.pos_step, self.rot_step = pos_step, rot_step
         self._callbacks: dict[str, Callable] = {}
-        self.reset()
         self._started = False
 
     def reset(self):
-        self.phase, self.hold = 0, 0
+        self.expert.reset()
 
     def add_callback(self, key, func):
         self._callbacks[key] = func
-
-    def _cube_and_yaw_quat(self):
-        from l2.lift import mdp
-        from l2.scripted.state_machine import PickAndLiftStateMachine
-
-        cube = mdp.object_pose_in_robot_root_frame(self.env)
-        return cube[0, :3], PickAndLiftStateMachine(1, "cpu").grasp_orientation(cube[:, 3:])[0]
 
     def advance(self) -> torch.Tensor:
         from isaaclab.utils.math import axis_angle_from_quat, quat_inv, quat_mul
@@ -64,39 +56,24 @@ class ScriptedOperator(DeviceBase):
         if not self._started:
             self._started = True
             self._callbacks["start"]()
-        name, height, gripper, hold_ticks = PHASES[self.phase]
-        cube, grasp_quat = self._cube_and_yaw_quat()
-        goal = cube + torch.tensor([0.0, 0.0, height])
-        if name in ("close", "lift"):
-            goal[:2] = self.target.pos[0, :2]  # keep x, y once grasped
-        dpos = torch.clamp(goal - self.target.pos[0], -self.pos_step, self.pos_step)
-        drot = axis_angle_from_quat(quat_mul(grasp_quat.unsqueeze(0), quat_inv(self.target.quat)))[0]
+        goal = self.expert.act(self.env)[0].to(self.target.pos.device, torch.float32)
+        dpos = torch.clamp(goal[:3] - self.target.pos[0], -self.pos_step, self.pos_step)
+        drot = axis_angle_from_quat(quat_mul(goal[3:7].unsqueeze(0), quat_inv(self.target.quat)))[0]
         drot = drot * min(1.0, self.rot_step / max(float(torch.linalg.vector_norm(drot)), 1e-9))
-        if name in ("close", "lift"):
-            drot = torch.zeros(3)
-        reached = float(torch.linalg.vector_norm(goal - self.target.pos[0])) < 1e-4
-        if name == "close" or reached:  # then hold the target while the arm catches up
-            self.hold += 1
-            if self.hold >= hold_ticks and self.phase + 1 < len(PHASES):
-                self.phase, self.hold = self.phase + 1, 0
-        return torch.cat([dpos, drot, torch.tensor([gripper])]).to(torch.float32)
+        return torch.cat([dpos, drot, goal[7:8]]).to(torch.float32)
 
 
 class LeaderArmOperator(DeviceBase):
-    """A leader arm in the hands of the scripted expert: each poll, the joint positions the robot's scripted
-    pick-and-lift reaches for (its end-effector targets through the robot's IK), as a leader arm's joints send them
-    to a follower (control ``joint``, as Isaac Lab's SO-101 joint-teleop variant takes a leader arm's)."""
+    """A leader arm in the hands of the scripted expert: each poll, the joint positions the task's scripted expert
+    reaches for (its end-effector targets through the robot's IK), as a leader arm's joints send them to a follower
+    (control ``joint``, as Isaac Lab's SO-101 joint-teleop variant takes a leader arm's)."""
 
-    def __init__(self, env, task: str):
+    def __init__(self, env, expert):
         from l2.recording.task_space import TaskSpaceDriver
-        from l2.scripted.state_machine import PickAndLiftStateMachine, pick_and_lift_cfg
 
         super().__init__()
-        self.env = env
-        self.expert = PickAndLiftStateMachine(1, env.device, pick_and_lift_cfg(task, env.step_dt))
+        self.env, self.expert = env, expert
         self.driver = TaskSpaceDriver(env)
-        if self.driver.passthrough:
-            raise OneLineError(f"--operator leader: {task} takes end-effector poses, not joint positions")
         self._callbacks: dict[str, Callable] = {}
         self._started = False
 
@@ -127,22 +104,29 @@ def make_trace(
 ) -> int:
     from l2.recording import sim
     from l2.recording.handler import configure_recording
+    from l2.scripted.expert import check_expert, make_expert
+    from l2.teleop.requirements import check_teleop_task, take_success_term
     from l2.teleop.run import DEFAULT_TASK
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder
 
     task = task or DEFAULT_TASK
+    control = "joint" if operator == "leader" else "delta"
     env_cfg = sim.load_env_cfg(task, "cpu", 1, seed, overrides)
+    check_teleop_task(env_cfg, task, control, f"--operator {operator}")
+    check_expert(task)
+    take_success_term(env_cfg)
     with tempfile.TemporaryDirectory() as tmp:
         configure_recording(env_cfg, Path(tmp) / "teleop_trace_check.hdf5", task)
         env_cfg.recorders.export_in_close = False
-        control = "joint" if operator == "leader" else "delta"
         recorder = TraceRecorder(seed, task, operator, control, overrides=overrides)
         with sim.make_env(env_cfg, task) as env:
             session = TeleopSession(env, None, num_demos=1, control=control, recorder=recorder)
-            session.device = (
-                LeaderArmOperator(env, task) if operator == "leader" else ScriptedOperator(env, session.target)
-            )
+            expert = make_expert(task, env)
+            if operator == "leader":
+                session.device = LeaderArmOperator(env, expert)
+            else:
+                session.device = ScriptedOperator(env, session.target, expert)
             for event in ("start", "pause", "reset", "quit"):
                 session.device.add_callback(event, session.callbacks()[event])
             session.begin_attempt()
@@ -151,10 +135,10 @@ def make_trace(
     trace = recorder.trace
     trace.events.append((len(trace.commands), "quit"))
     if session.stats.saved != 1:
-        print(f"error: the scripted operator did not lift the cube in {max_ticks} ticks", file=sys.stderr)
+        print(f"error: the scripted operator did not succeed at {task} in {max_ticks} ticks", file=sys.stderr)
         return 1
     trace.save(output)
-    print(f"{output}: {len(trace.commands)} ticks, seed {seed}, lifts the cube")
+    print(f"{output}: {len(trace.commands)} ticks, seed {seed}, one successful attempt of {task}")
     return 0
 
 
@@ -168,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=cli_args.seed, default=42, help="the session's seed (default: %(default)s)")
     parser.add_argument(
-        "--task", default=None, help="the teleop task (default: the Franka's, L2-Lift-Cube-Franka-IK-Abs-Teleop)"
+        "--task",
+        default=None,
+        help="the teleop task; it needs a scripted expert (default: the Franka's, L2-Lift-Cube-Franka-IK-Abs-Teleop)",
     )
     parser.add_argument(
         "--operator",

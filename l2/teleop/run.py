@@ -1,15 +1,18 @@
-"""Record lift-cube demonstrations by teleoperation (live device or a replayed device trace).
+"""Record demonstrations of a task by teleoperation (live device or a replayed device trace).
 
 Runs kit-less on the CPU by default (Newton/MuJoCo-Warp). The operator watches through one of Isaac
 Lab's kit-less visualizers (``--visualizer newton`` opens an OpenGL window, ``viser`` serves a web
 page) and drives with a keyboard read from this terminal, a SpaceMouse (hidapi), or, under Kit, a
 gamepad or Isaac Lab's keyboard. An attempt is saved when the task's success term held for
-``--num_success_steps`` steps; ``actions`` are IK-absolute ``x, y, z, qx, qy, qz, qw, gripper``
-like the scripted and RL files.
+``--num_success_steps`` steps; ``actions`` are the task's own, as its scripted and RL files record them.
+Any task whose cfg provides what a session needs (docs/teleop.md) can be driven; one that does not is
+refused in one line before the simulator starts.
 
 Examples::
 
     python l2/teleop/run.py --teleop_device replay --trace config/teleop/lift_cube_trace.json --overwrite
+    python l2/teleop/run.py --task L2-Stack-Cube-SO101-Teleop-v0 --teleop_device replay \
+        --trace config/teleop/so101_stack_leader_trace.json --output data/demos/teleop_stack_cube_so101.hdf5
     python l2/teleop/run.py --teleop_device keyboard --visualizer newton --record-trace my_session.json
     python l2/teleop/run.py --teleop_device spacemouse --visualizer viser --append
     isaaclab.sh -p l2/teleop/run.py --teleop_device gamepad --visualizer kit --device cuda physics=physx
@@ -144,6 +147,7 @@ def collect(args: argparse.Namespace) -> int:
 
     from l2.recording.handler import dataset_handler
     from l2.teleop.devices import CONTROLS, create_device
+    from l2.teleop.requirements import TeleopTaskError, check_teleop_task, take_success_term
     from l2.teleop.session import TeleopSession
     from l2.teleop.trace import TraceRecorder, load_trace, scene_presets
     from l2.teleop.viewer import frame_workspace, show_instruction
@@ -162,8 +166,10 @@ def collect(args: argparse.Namespace) -> int:
             print(f"replay: using the trace's presets {','.join(missing)}")
             args.overrides = [*args.overrides, f"presets={','.join(missing)}"]
     env_cfg = sim.load_env_cfg(args.task, args.device, 1, args.seed, args.overrides)
-    if getattr(env_cfg, "success_term", None) is None:
-        cli.fail(f"{args.task} is not a teleop task (its cfg has no success_term)")
+    control = trace.control if trace else ("absolute" if args.teleop_device == "xr" else "delta")
+    given_by = f"the trace {args.trace}" if trace else f"--teleop_device {args.teleop_device}"
+    check_teleop_task(env_cfg, args.task, control, given_by, trace.command_dim if trace else None)
+    take_success_term(env_cfg)
     output = cli.record_to(env_cfg, args)
     env_cfg.recorders.export_in_close = False  # an unfinished attempt is never written on exit
     viz = _visualizer_cfg(args.visualizer, args.viewer_port)
@@ -173,7 +179,6 @@ def collect(args: argparse.Namespace) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
 
     log: list = []
-    control = trace.control if trace else ("absolute" if args.teleop_device == "xr" else "delta")
     recorder = (
         TraceRecorder(args.seed, args.task, args.teleop_device, control, args.overrides) if args.record_trace else None
     )
@@ -182,6 +187,11 @@ def collect(args: argparse.Namespace) -> int:
     try:
         with sim.make_env(env_cfg, args.task, **launcher_args) as env:
             already = dataset_handler(env).get_num_episodes()
+            if control == "joint" and trace.command_dim != env.action_manager.total_action_dim:
+                raise TeleopTaskError(
+                    f"{args.task} takes {env.action_manager.total_action_dim} joint positions, {given_by} gives "
+                    f"{trace.command_dim}"
+                )
             frame_workspace(env)
             step_hz = args.step_hz if args.step_hz is not None else (None if trace else 1.0 / env.step_dt)
             session = TeleopSession(

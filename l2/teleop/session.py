@@ -1,8 +1,10 @@
-"""The teleop session: device commands in, the robot's own actions to the env, successful attempts saved.
+"""The teleop session: device commands in, the task's own actions to the env, successful attempts saved.
 
-Device commands become an absolute end-effector target (``[x, y, z, qx, qy, qz, qw, gripper]``, robot root frame):
-the action of a robot whose task takes poses (the Franka), or, through the robot's IK, the joint targets of one that
-acts in joint space (the SO-101: :mod:`l2.recording.task_space`), which are then what the file records.
+End-effector device commands become an absolute target (``[x, y, z, qx, qy, qz, qw, gripper]``, robot root frame):
+the action of a task that takes poses (the Franka's lift), or, through the robot's IK, the joint targets of one that
+acts in joint space (the SO-101's lift and stack: :mod:`l2.recording.task_space`), which are then what the file
+records. A leader arm's joint positions are the action as they are. What a task must provide for this is checked
+on its cfg before the env is built (:mod:`l2.teleop.requirements`).
 
 It follows Isaac Lab's ``record_demos.py``: the task's ``success`` term is evaluated by the session
 (not the termination manager), an attempt is saved once success held for ``num_success_steps``
@@ -30,7 +32,7 @@ class SessionStats:
     saved: int = 0
     discarded: int = 0
     dropped: int = 0
-    """Attempts ended by the task itself (the cube fell off the ground plane)."""
+    """Attempts ended by the task itself (a termination term, e.g. a cube fell off the table)."""
     steps: int = 0
     ticks: int = 0
     seconds: float = 0.0
@@ -40,7 +42,8 @@ class TeleopSession:
     """Runs one env with one device until ``quit``, ``num_demos`` saved demos, or :meth:`request_quit`.
 
     Args:
-        env: the unwrapped teleop env (one env, a robot's teleop cfg, :class:`~l2.lift.variants.TeleopVariantCfg`).
+        env: the unwrapped teleop env (one env; its cfg's ``success_term``, and for ``delta`` control ``ee_home``:
+            :func:`l2.teleop.requirements.check_teleop_task`).
         device: any ``DeviceBase``-like object with ``advance()`` and ``reset()``.
         control: ``"delta"`` (integrate ``[dx, dy, dz, rx, ry, rz, gripper]``), ``"absolute"`` (XR) or ``"joint"``
             (a leader arm's joint positions: the env's action as it is).
@@ -82,9 +85,10 @@ class TeleopSession:
             if isinstance(value, SceneEntityCfg):
                 value.resolve(env.scene)
         self.target = DeltaPoseAccumulator(env.device)
-        from l2.recording.task_space import TaskSpaceDriver  # noqa: PLC0415
+        if control != "joint":  # end-effector commands into the task's action
+            from l2.recording.task_space import TaskSpaceDriver  # noqa: PLC0415
 
-        self.driver = TaskSpaceDriver(env)
+            self.driver = TaskSpaceDriver(env)
         from l2.recording.handler import dataset_handler  # noqa: PLC0415
 
         self.handler = dataset_handler(env)
@@ -107,10 +111,11 @@ class TeleopSession:
     def begin_attempt(self, reset_env: bool = True) -> None:
         if reset_env:
             self.env.reset()
-        # A fixed home target: the frame sensor is not updated by a reset, and the same start makes
-        # every attempt (and every replay) begin alike.
-        home = torch.tensor(self.env.cfg.ee_home, device=self.env.device)
-        self.target.reset(home[:3], home[3:])
+        if self.control == "delta":
+            # A fixed home target: the frame sensor is not updated by a reset, and the same start makes
+            # every attempt (and every replay) begin alike.
+            home = torch.tensor(self.env.cfg.ee_home, device=self.env.device)
+            self.target.reset(home[:3], home[3:])
         self.device.reset()
         self.success_streak = 0
         from l2.lift.variety import episode_language
@@ -189,10 +194,12 @@ class TeleopSession:
             self.on_action(action)
         self.env.step(action)
         self.stats.steps += 1
-        if self.env.termination_manager.dones[0]:
-            # the task ended the attempt itself (cube dropped): Isaac Lab exported it as a failure and reset
+        terminations = self.env.termination_manager
+        if terminations.dones[0]:
+            # the task ended the attempt itself (e.g. a cube dropped): Isaac Lab exported it as a failure and reset
             self.stats.dropped += 1
-            self.log("the task ended the attempt (cube dropped): not saved")
+            fired = [name for name in terminations.active_terms if bool(terminations.get_term(name)[0])]
+            self.log(f"the task ended the attempt ({', '.join(fired)}): not saved")
             self.begin_attempt(reset_env=False)
             return
         if bool(self.success_term.func(self.env, **self.success_term.params)[0]):
