@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from l2.evaluate.run import evaluate
 from l2.evaluate.spec import DEFAULT_CONFIG, DEFAULT_EPISODES, EvaluationError, PolicySpec, parse_policy
@@ -47,9 +48,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     group.add_argument(
         "--config",
         type=cli_args.existing_file,
-        default=str(DEFAULT_CONFIG),
-        help="served policies: the L3 mapping config the training dataset was converted with "
-        "(default: config/lift_cube.yaml)",
+        default=None,
+        help="served policies: the L3 mapping config the training dataset was converted with (default: with "
+        "replay:DATASET the mapping written in it, meta/l3_mapping.yaml, when it was converted without one; "
+        "else config/lift_cube.yaml)",
     )
     group.add_argument(
         "--action-horizon",
@@ -148,6 +150,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--first-episode", type=int, default=0, help=argparse.SUPPRESS)  # a worker's share
     parser.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)
     args = cli.parse(parser, argv)
+    if args.config is None:
+        written = Path(args.policy.target) / "meta" / "l3_mapping.yaml" if args.policy else None
+        use_written = args.policy is not None and args.policy.kind == "replay" and written.is_file()
+        args.config = str(written if use_written else DEFAULT_CONFIG)
     if args.policy is None:
         from l2.rl.checkpoint import shipped_model
         from l2.rl.train import DEFAULT_TASK as RL_TASK
