@@ -7,7 +7,8 @@ A session needs:
   Isaac Lab's ``record_demos.py`` does;
 - an **action the device's output can become**: end-effector commands (``delta``: keyboard, SpaceMouse, gamepad;
   ``absolute``: XR) need an ``arm_action`` that takes an absolute end-effector pose, or one in joint positions with
-  an ``ik_arm_action`` to command it through (:mod:`l2.recording.task_space`), and a ``gripper_action``; joint
+  an ``ik_arm_action`` to command it through (:mod:`l2.recording.task_space`), and a ``gripper_action`` (a
+  joint-position one with the jaw's ``gripper_targets``); joint
   positions (``joint``: a leader arm) need every action term to take the joints' positions as they are;
 - for ``delta`` control, ``ee_home``: the end-effector pose every attempt starts from.
 
@@ -108,6 +109,12 @@ def check_teleop_task(env_cfg, task: str, control: str, given_by: str, command_d
     elif kind != "pose":
         takes = "end-effector pose changes" if kind == "relative_pose" else "neither end-effector poses nor joints"
         raise TeleopTaskError(f"{task}'s arm takes {takes} ({_describe('arm_action', arm)}), not {what}")
+    gripper = terms["gripper_action"]
+    if _kind(gripper) == "joint_position" and getattr(env_cfg, "gripper_targets", None) is None:
+        raise TeleopTaskError(
+            f"{task}'s jaw takes joint positions ({_describe('gripper_action', gripper)}) and its cfg has no "
+            f"gripper_targets (open, closed) to turn the open/close of {what} into them"
+        )
     if control == "delta" and getattr(env_cfg, "ee_home", MISSING) in (None, MISSING):
         raise TeleopTaskError(
             f"{task} has no ee_home on its cfg: {what} need the end-effector pose each attempt starts from"
