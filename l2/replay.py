@@ -273,6 +273,8 @@ class DemoReplayer:
         import torch
         from isaaclab_tasks.contrib.lift.mdp import object_position_in_robot_root_frame
 
+        from l2.recording.camera_frames import camera_images
+
         env, n = self.env, self.env.num_envs
         robot, arm_ids = self._ik._asset, self._ik._joint_ids
         pending = collections.deque(range(len(demos)))
@@ -328,7 +330,7 @@ class DemoReplayer:
             env.step(actions)
             self.env_steps += len(active)
             success = self.success_term.func(env, **self.success_term.params).cpu().numpy()
-            images = env.obs_buf.get("cameras", {}) if any(recorded[e] for e in active) else {}
+            images = camera_images(env) if any(recorded[e] for e in active) else {}
             ended = []
             for e in active:
                 step[e] += 1

@@ -42,7 +42,9 @@ class Evaluator:
         self.on_result = on_result
         terms = getattr(env.recorder_manager, "_terms", {})
         self.gate = next((t for t in terms.values() if isinstance(t, EpisodeGateRecorder)), None)
-        self.cameras = list((env.obs_buf.get("cameras") or {}).keys()) if isinstance(env.obs_buf, dict) else []
+        from l2.recording.camera_frames import camera_images
+
+        self.cameras = list(camera_images(env))
         self.stop_requested = False
         """Set from a signal handler: the run stops after the step in progress (the env is never cut mid-step, so
         a recorded file is never left with half an episode)."""
@@ -112,7 +114,9 @@ class Evaluator:
             idle = torch.tensor([not (running[e] and finite[e]) for e in range(env.num_envs)], device=env.device)
             action = torch.where(idle[:, None], hold, action)
             if self.videos is not None:
-                self.videos.add(env.obs_buf, running)
+                from l2.recording.camera_frames import camera_images
+
+                self.videos.add(camera_images(env), running)
             clock = time.perf_counter()
             env.step(action)
             report.sim_seconds += time.perf_counter() - clock

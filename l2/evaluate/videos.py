@@ -25,8 +25,8 @@ class VideoSink:
                 for c in cameras
             }
 
-    def add(self, obs_buf: dict, running: list[bool]) -> None:
-        images = obs_buf.get("cameras") or {}
+    def add(self, images: dict, running: list[bool]) -> None:
+        """Each filmed env's frame of every camera, from ``images`` ``{camera: (num_envs, H, W, 3)}``."""
         for env_id, encoders in self.open.items():
             if running[env_id]:
                 for camera, encoder in encoders.items():

@@ -178,19 +178,44 @@ def remove_stale_spools(output: str | os.PathLike) -> None:
             old.unlink(missing_ok=True)
 
 
-class CameraFramesRecorder(RecorderTerm):
-    """Records the camera observation group through a :class:`FrameSpool`.
+def image_groups(env: ManagerBasedEnv) -> list[str]:
+    """The env's observation groups of camera images: terms kept apart, each ``(H, W, 3)`` (this package's
+    ``cameras``; Isaac Lab's tasks name theirs ``rgb_camera``, ``image_obs`` ...)."""
+    manager = env.observation_manager
+    return [
+        group
+        for group, dims in manager.group_obs_term_dim.items()
+        if dims
+        and not manager.group_obs_concatenate[group]
+        and all(len(dim) == 3 and dim[-1] == 3 for dim in dims)
+    ]
 
-    Each step (before the action, like Isaac Lab's observation recorders) the group's images go to the
+
+def camera_images(env: ManagerBasedEnv, groups: Sequence[str] | None = None) -> dict:
+    """The images of the last observation, ``{term: (num_envs, H, W, 3)}``, from ``groups`` (every image group
+    when None)."""
+    obs = env.obs_buf if isinstance(env.obs_buf, dict) else {}
+    images: dict = {}
+    for group in image_groups(env) if groups is None else groups:
+        images.update(obs.get(group) or {})
+    return images
+
+
+class CameraFramesRecorder(RecorderTerm):
+    """Records the camera observation groups (:func:`image_groups`, or the cfg's one) through a
+    :class:`FrameSpool`.
+
+    Each step (before the action, like Isaac Lab's observation recorders) the groups' images go to the
     spool; when an episode ends (``record_pre_reset``, before the RecorderManager exports) its frames are
     put into the episode's data as ``obs/<camera>`` :class:`SpooledFrames`, which the L2 dataset file
-    handler writes. Without the group (``presets=no_cameras``) it records nothing.
+    handler writes. Without such a group (``presets=no_cameras``) it records nothing.
     """
 
     def __init__(self, cfg: CameraFramesRecorderCfg, env: ManagerBasedEnv):
         super().__init__(cfg, env)
         self._spool: FrameSpool | None = None
         self._env_ids = list(range(env.num_envs))
+        self._groups: list[str] | None = None  # found on the first record: the observation manager comes later
 
     @property
     def output(self) -> Path:
@@ -198,7 +223,9 @@ class CameraFramesRecorder(RecorderTerm):
         return Path(rec.dataset_export_dir_path) / f"{rec.dataset_filename}.hdf5"
 
     def record_pre_step(self):
-        images = self._env.obs_buf.get(self.cfg.group)
+        if self._groups is None:
+            self._groups = image_groups(self._env) if self.cfg.group is None else [self.cfg.group]
+        images = camera_images(self._env, self._groups)
         if images:
             with self._io_errors():
                 if self._spool is None:
@@ -240,5 +267,5 @@ class CameraFramesRecorder(RecorderTerm):
 @configclass
 class CameraFramesRecorderCfg(RecorderTermCfg):
     class_type: type = CameraFramesRecorder
-    group: str = "cameras"
-    """Observation group whose terms are (num_envs, H, W, C) uint8 images."""
+    group: str | None = None
+    """The observation group of (num_envs, H, W, 3) uint8 images to record; None: every such group."""

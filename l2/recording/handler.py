@@ -35,7 +35,7 @@ from l2.format import atomic, schema
 from l2.format import metadata as file_metadata
 from l2.format.journal import JournaledFile
 from l2.format.l2file import L2File, L2FileError, describe_obs_layout, obs_layout
-from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames
+from l2.recording.camera_frames import CameraFramesRecorder, CameraFramesRecorderCfg, SpooledFrames, image_groups
 from l2.recording.errors import RecordingError, RecordingIOError
 from l2.recording.output import OnExists, check_output
 
@@ -495,7 +495,7 @@ def add_file_metadata(env: ManagerBasedEnv) -> None:
     else:
         actions = "env"
     try:
-        meta = describe(env, ("policy", SCENE_GROUP), CameraFramesRecorderCfg().group, actions)
+        meta = describe(env, ("policy", SCENE_GROUP), image_groups(env), actions)
     except Exception as exc:  # an env laid out as none before: the demos are still worth recording
         print(f"warning: the file will not say what its columns are ({exc!r})", file=sys.stderr, flush=True)
         return
@@ -538,12 +538,7 @@ def demo_bytes_at_most(env_cfg: ManagerBasedRLEnvCfg) -> tuple[int, int]:
     from isaaclab.sensors import CameraCfg
 
     steps = math.ceil(env_cfg.episode_length_s / (env_cfg.sim.dt * env_cfg.decimation))
-    cameras = getattr(env_cfg.observations, CameraFramesRecorderCfg().group, None)
-    pixels = (
-        sum(cam.width * cam.height for cam in vars(env_cfg.scene).values() if isinstance(cam, CameraCfg))
-        if cameras is not None
-        else 0
-    )
+    pixels = sum(cam.width * cam.height for cam in vars(env_cfg.scene).values() if isinstance(cam, CameraCfg))
     return int(steps * (STATE_BYTES_PER_STEP + CAMERA_BYTES_PER_PIXEL * pixels)), steps
 
 
@@ -574,10 +569,11 @@ SCENE_GROUP = "scene"
 
 def expected_obs_layout(env: ManagerBasedEnv) -> dict[str, tuple]:
     """The obs layout (:func:`l2.format.l2file.obs_layout`) that the env's recorders will write, known once the
-    env is built: the ``policy`` and ``scene`` groups' terms (float32) and the camera group's images (uint8)."""
+    env is built: the ``policy`` and ``scene`` groups' terms (float32) and the image groups' images (uint8)."""
     manager = env.observation_manager
     layout = {}
-    for group, dtype in (("policy", "float32"), (SCENE_GROUP, "float32"), (CameraFramesRecorderCfg().group, "uint8")):
+    groups = [("policy", "float32"), (SCENE_GROUP, "float32"), *((group, "uint8") for group in image_groups(env))]
+    for group, dtype in groups:
         if group in manager.active_terms:
             for name, shape in zip(manager.active_terms[group], manager.group_obs_term_dim[group], strict=True):
                 layout[name] = (tuple(shape), dtype)

@@ -29,10 +29,10 @@ DELTA_POSE_NAMES = ("dx", "dy", "dz", "drx", "dry", "drz")
 
 
 def describe(
-    env: ManagerBasedEnv, state_groups: Sequence[str], camera_group: str, actions: RecordedActions = "env"
+    env: ManagerBasedEnv, state_groups: Sequence[str], camera_groups: Sequence[str], actions: RecordedActions = "env"
 ) -> dict:
     """The metadata keys of the file the env records: its obs terms of ``state_groups`` (named when they read
-    joints) and the camera terms of ``camera_group``, and ``actions`` as they are recorded."""
+    joints) and the camera terms of ``camera_groups``, and ``actions`` as they are recorded."""
     cfg = env.cfg
     out: dict = {}
     robot = robot_name(env)
@@ -40,11 +40,14 @@ def describe(
         out[schema.ENV_ARGS_ROBOT] = robot
     out[schema.ENV_ARGS_CONTROL_HZ] = round(1.0 / (cfg.sim.dt * cfg.decimation), 6)
     manager = env.observation_manager
-    if camera_group in manager.active_terms:
-        dims = manager.group_obs_term_dim[camera_group]
-        cams = {name: list(dim) for name, dim in zip(manager.active_terms[camera_group], dims, strict=True)}
-        if cams:
-            out[schema.ENV_ARGS_CAMERAS] = cams
+    cams = {
+        name: list(dim)
+        for group in camera_groups
+        if group in manager.active_terms
+        for name, dim in zip(manager.active_terms[group], manager.group_obs_term_dim[group], strict=True)
+    }
+    if cams:
+        out[schema.ENV_ARGS_CAMERAS] = cams
     columns: dict[str, list[str]] = {}
     relative: list[str] = []
     names, delta = action_names(env, actions)
