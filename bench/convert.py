@@ -198,7 +198,7 @@ VIDEO_REPEATS = 3
 
 
 def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
-    from l3.video import encode
+    from l3.video import encode, to_yuv420p
 
     yy, xx = np.mgrid[0:h, 0:w]
     rng = np.random.default_rng(0)
@@ -220,7 +220,7 @@ def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
         print("(no ffmpeg CLI found: install ffmpeg or build the LeRobot venv)", file=sys.stderr)
         ours = run_ours()
         return {"frames": frames, "size": f"{w}x{h}", "ours_s": ours, "ours_fps": frames / ours}
-    raw = data.tobytes()
+    raw = to_yuv420p(data).tobytes()  # the CLI gets the planes l3.video encodes, converted before any clock starts
 
     def run_cli(threads: int | None) -> float:
         t0 = time.perf_counter()
@@ -249,8 +249,9 @@ def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
 
 
 def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | None) -> list[str]:
-    """The ffmpeg CLI encoding raw RGB frames from stdin with l3.video's settings (crf, preset, GOP, no
-    macroblock tree); ``threads`` None: x264's default (every core)."""
+    """The ffmpeg CLI encoding raw yuv420p frames from stdin (l3.video.to_yuv420p's planes, which the caller
+    converts before timing) with l3.video's settings (crf, preset, tune, GOP, no macroblock tree); ``threads``
+    None: x264's default (every core)."""
     from l3.video import encoder_options
 
     opts = load_mapping(CONFIG).video
@@ -263,7 +264,7 @@ def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | No
         "-f",
         "rawvideo",
         "-pix_fmt",
-        "rgb24",
+        "yuv420p",
         "-s",
         f"{w}x{h}",
         "-r",
@@ -278,6 +279,8 @@ def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | No
         x264["crf"],
         "-preset",
         x264["preset"],
+        "-tune",
+        x264["tune"],
         "-x264-params",
         x264["x264-params"],
         "-g",
@@ -293,15 +296,16 @@ def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int],
     import h5py
 
     from l2.format.schema import sorted_demo_names
+    from l3.video import to_yuv420p
 
     cores = usable_cores()
     files = make_files(work / "machine_in", episodes, length, camera=True, storage=storage, frame_size=size)
-    videos = []  # raw bytes of every camera of every episode, read before any timing
+    videos = []  # the yuv420p planes of every camera of every episode, converted before any timing
     cameras = list(load_mapping(CONFIG).cameras)
     for file in files:
         with h5py.File(file, "r") as f:
             for name in sorted_demo_names(f["data"].keys()):
-                videos += [f["data"][name][c.source][()].tobytes() for c in cameras]
+                videos += [to_yuv420p(f["data"][name][c.source][()]).tobytes() for c in cameras]
     h, w = size
     exe = ffmpeg_exe()
 

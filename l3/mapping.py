@@ -152,8 +152,10 @@ class VideoOptions:
     """H.264 encoder settings (also used by the benchmark's ffmpeg CLI baseline)."""
 
     codec: str = "libx264"
-    crf: int = 22
-    """22 keeps rendered sim frames at >= 40 dB PSNR (yuv420p; 41.4 dB mean, 39.2 dB worst frame)."""
+    crf: int = 18
+    """18 (with l3.video's ``tune=psnr``): >= 40 dB mean PSNR through the readers on the Franka's plain scene, about
+    40 dB on its variety scene, where yuv420p itself allows little more; the SO-101's scenes stay below, capped by
+    yuv420p (docs/cameras.md#video-quality-per-scene)."""
     preset: str = "medium"
     gop: int = 2
 

@@ -1,4 +1,5 @@
-"""Camera frames -> H.264 yuv420p MP4 through PyAV (frame i presented at i/fps, from 0)."""
+"""Camera frames -> H.264 yuv420p MP4 through PyAV (frame i presented at i/fps, from 0), converted to yuv420p for
+the readers' conversion back (:func:`to_yuv420p`)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,90 @@ from l3.stats import PixelStats
 def encoder_options(opts: VideoOptions) -> dict[str, str]:
     """libx264 private options.
 
+    ``tune=psnr`` (x264's adaptive quantization and psycho-visual optimizations off): those spend bits on what looks
+    sharp rather than on what is close to the frame. At the same PSNR it takes as many bytes on the table camera
+    and fewer on the wrist camera than x264's default tuning at a lower crf (docs/cameras.md).
+
     x264's macroblock-tree rate control is off: with it (x264 as bundled by PyAV 19) the same frames
     encoded in the same process came out with other bytes now and then (frames 2-3 of an episode, 4 of
     10 videos over 8 conversions), as if it read memory it had not written; without it, 0 of 10 over
     24 conversions. At our 2-frame GOP it saved bytes but cost PSNR (docs/cameras.md).
     """
-    return {"crf": str(opts.crf), "preset": opts.preset, "x264-params": "mbtree=0"}
+    return {"crf": str(opts.crf), "preset": opts.preset, "tune": "psnr", "x264-params": "mbtree=0"}
+
+
+READER_LUMA = 255 / 219
+READER_CHROMA = ((0.0, 1.596027), (-0.391762, -0.812968), (2.017232, 0.0))
+READER_OFFSET = (-223.87, 134.06, -277.73)
+"""How the readers turn yuv420p back into RGB: channel c (R, G, B) of a pixel is
+``READER_LUMA * Y + READER_CHROMA[c] . (U, V) + READER_OFFSET[c]``, rounded and clipped to 0..255, where U, V are
+the one chroma sample of the pixel's 2x2 block (repeated, not interpolated). That is FFmpeg's swscale on its fast
+path, which PyAV's ``to_ndarray(format="rgb24")`` takes and so do the loaders built on it (LeRobot's and GR00T's
+``pyav`` / ``torchvision_av`` backends, the same RGB to the bit). The coefficients are BT.601's, limited range; the
+offsets are swscale's, 0.9-1.5 below BT.601's own (that path rounds down), fitted to its output;
+tests/test_l3_video.py fits them again against the installed PyAV."""
+
+_FIX = 16
+"""Fraction bits of the fixed-point coefficients of :func:`to_yuv420p`."""
+
+
+def _fixed_point() -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int, int, int]:
+    """The integer coefficients of :func:`to_yuv420p`, from the reader model in plain Python floats (the same on
+    every machine). With C the 3x2 chroma matrix and P = I - 1/3 the projection that removes a change common to R,
+    G and B (what Y adds): U, V = (C'PC)^-1 C'P (mean - offset); Y = (R + G + B - sum(offset) - sum(C) . (U, V)) /
+    (3 * luma)."""
+    c, o = READER_CHROMA, READER_OFFSET
+    pc = [[c[i][k] - sum(c[j][k] for j in range(3)) / 3 for k in range(2)] for i in range(3)]  # P C
+    m = [[sum(c[i][a] * pc[i][b] for i in range(3)) for b in range(2)] for a in range(2)]  # C'PC
+    det = m[0][0] * m[1][1] - m[0][1] * m[1][0]
+    inv = [[m[1][1] / det, -m[0][1] / det], [-m[1][0] / det, m[0][0] / det]]
+    a = [[inv[r][0] * pc[i][0] + inv[r][1] * pc[i][1] for i in range(3)] for r in range(2)]  # (C'PC)^-1 (PC)'
+
+    def fx(x: float) -> int:
+        return round(x * (1 << _FIX))
+
+    # U, V from the block's sum of 4 pixels; + 0.5 so that the shift rounds to nearest
+    uw, vw = (tuple(fx(w / 4) for w in row) for row in a)
+    u0, v0 = (fx(0.5 - sum(w * off for w, off in zip(row, o, strict=True))) for row in a)
+    g = 1 / (3 * READER_LUMA)
+    return uw, vw, u0, v0, fx(g), fx(0.5 - g * sum(o)), fx(g * sum(r[0] for r in c)), fx(g * sum(r[1] for r in c))
+
+
+_UW, _VW, _U0, _V0, _YG, _Y0, _YU, _YV = _fixed_point()
+
+
+def to_yuv420p(frames: np.ndarray) -> np.ndarray:
+    """(n, H, W, 3) uint8 RGB, H and W even -> (n, H * 3 // 2, W) uint8 yuv420p: the Y plane, then U, then V, as
+    ``av.VideoFrame.from_ndarray(..., format="yuv420p")`` takes them.
+
+    Chosen for the readers' conversion back (:data:`READER_OFFSET`), least squares in RGB (what PSNR measures): each
+    2x2 block's U, V are BT.601's chroma of the block's mean color, and each pixel's Y then puts its R + G + B where
+    the frame has it, under that chroma (the three channels weighed equally, as PSNR weighs them). FFmpeg's own
+    conversion (what PyAV does with RGB frames) takes each pixel's BT.601 luma instead and filters the chroma: at a
+    colored edge the pixels of a block share one chroma and their luma does not make up for it. Integer
+    arithmetic throughout: the same planes on every machine."""
+    n, h, w, _ = frames.shape
+    p = np.moveaxis(frames, -1, 1).astype(np.int32, order="C")  # (n, 3, H, W): each channel a plane
+    rows = p[:, :, 0::2] + p[:, :, 1::2]
+    block = rows[..., 0::2] + rows[..., 1::2]  # (n, 3, H/2, W/2): each 2x2 block's sums
+    u = block[:, 0] * _UW[0] + block[:, 1] * _UW[1] + block[:, 2] * _UW[2] + _U0
+    v = block[:, 0] * _VW[0] + block[:, 1] * _VW[1] + block[:, 2] * _VW[2] + _V0
+    for plane in (u, v):
+        np.right_shift(plane, _FIX, out=plane)
+        np.clip(plane, 0, 255, out=plane)
+    y = p[:, 0] + p[:, 1]
+    y += p[:, 2]
+    y *= _YG
+    per_block = np.repeat(_Y0 - _YU * u - _YV * v, 2, axis=-1)  # (n, H/2, W): for both rows of each block
+    y[:, 0::2] += per_block
+    y[:, 1::2] += per_block
+    np.right_shift(y, _FIX, out=y)
+    np.clip(y, 0, 255, out=y)
+    out = np.empty((n, h * w * 3 // 2), np.uint8)
+    out[:, : h * w] = y.reshape(n, -1)
+    out[:, h * w : h * w * 5 // 4] = u.reshape(n, -1)
+    out[:, h * w * 5 // 4 :] = v.reshape(n, -1)
+    return out.reshape(n, h * 3 // 2, w)
 
 
 def encode(
@@ -59,8 +138,8 @@ def encode(
                 stream.options = encoder_options(opts)
             if stats is not None:
                 stats.add(chunk)
-            for img in chunk:
-                frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            for img in chunk:  # one frame at a time: its integers stay in the CPU's cache (faster than a chunk)
+                frame = av.VideoFrame.from_ndarray(to_yuv420p(img[None])[0], format="yuv420p")
                 frame.pts = count
                 count += 1
                 container.mux(stream.encode(frame))
