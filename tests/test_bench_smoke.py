@@ -101,6 +101,11 @@ SMOKE = {
         ["SO-101 vs the Franka", "so101    cameras"],
         ("sim",),
     ),
+    "video_quality.py": (
+        ["--scenes", "franka_plain", "--demos", "1", "--envs", "1", "--frames", "8"],
+        ["old: mean / worst dB", "encode time per frame, new / old", "decode to the same RGB in LeRobot", "met on"],
+        ("sim", "lerobot"),
+    ),
     "policy_protocol.py": (
         ["--batches", "1,2", "--image-size", "32", "--repeats", "3", "--sim-envs", "2", "--sim-steps", "2"],
         ["baseline = bare ZeroMQ echo", "simulation step:", "no server: ping gives up after"],
