@@ -26,8 +26,7 @@ def encoder_options(opts: VideoOptions) -> dict[str, str]:
     """libx264 private options.
 
     ``tune=psnr`` (x264's adaptive quantization and psycho-visual optimizations off): those spend bits on what looks
-    sharp rather than on what is close to the frame. At the same PSNR it takes as many bytes on the table camera
-    and fewer on the wrist camera than x264's default tuning at a lower crf (docs/cameras.md).
+    sharp rather than on what is close to the frame (PSNR per scene: docs/cameras.md).
 
     x264's macroblock-tree rate control is off: with it (x264 as bundled by PyAV 19) the same frames
     encoded in the same process came out with other bytes now and then (frames 2-3 of an episode, 4 of
@@ -43,10 +42,10 @@ READER_OFFSET = (-223.87, 134.06, -277.73)
 """How the readers turn yuv420p back into RGB: channel c (R, G, B) of a pixel is
 ``READER_LUMA * Y + READER_CHROMA[c] . (U, V) + READER_OFFSET[c]``, rounded and clipped to 0..255, where U, V are
 the one chroma sample of the pixel's 2x2 block (repeated, not interpolated). That is FFmpeg's swscale on its fast
-path, which PyAV's ``to_ndarray(format="rgb24")`` takes and so do the loaders built on it (LeRobot's and GR00T's
-``pyav`` / ``torchvision_av`` backends, the same RGB to the bit). The coefficients are BT.601's, limited range; the
-offsets are swscale's, 0.9-1.5 below BT.601's own (that path rounds down), fitted to its output;
-tests/test_l3_video.py fits them again against the installed PyAV."""
+path, which PyAV's ``to_ndarray(format="rgb24")`` takes, and torchvision's pyav backend with it: LeRobot's
+``decode_video_frames`` (pyav) returns the same RGB to the bit (bench/video_quality.py checks it). The coefficients
+are BT.601's, limited range; the offsets are swscale's, 0.9-1.5 below BT.601's own (that path rounds down), fitted
+to its output; tests/test_l3_video.py fits them again against the installed PyAV."""
 
 _FIX = 16
 """Fraction bits of the fixed-point coefficients of :func:`to_yuv420p`."""
