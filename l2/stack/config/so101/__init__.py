@@ -14,17 +14,20 @@ RL_TASK_ID = "L2-Stack-Cube-SO101-RL-v0"
 """PPO's: the task's own joint-position action, its policy terms concatenated, rewards of ours."""
 
 _CFG = f"{__name__}.stack_env_cfg"
-for task_id, cfg in (
-    ("L2-Stack-Cube-SO101-v0", "So101StackJointPosEnvCfg"),
-    ("L2-Stack-Cube-SO101-IK-Abs-v0", "So101StackIKAbsEnvCfg"),
-    (TASK_ID, "So101StackJointEnvCfg"),
-    ("L2-Stack-Cube-SO101-Scripted-v0", "So101StackScriptedEnvCfg"),
-    ("L2-Stack-Cube-SO101-Teleop-v0", "So101StackTeleopEnvCfg"),
+_EXPERT = {"scripted_expert_entry_point": f"{__name__}.expert:stack_expert"}
+"""The scripted stacking expert (``l2/scripted/run.py``), on the variants that take its commands through the pose IK
+at the grasp point."""
+for task_id, cfg, extra in (
+    ("L2-Stack-Cube-SO101-v0", "So101StackJointPosEnvCfg", {}),
+    ("L2-Stack-Cube-SO101-IK-Abs-v0", "So101StackIKAbsEnvCfg", {}),
+    (TASK_ID, "So101StackJointEnvCfg", _EXPERT),
+    ("L2-Stack-Cube-SO101-Scripted-v0", "So101StackScriptedEnvCfg", _EXPERT),
+    ("L2-Stack-Cube-SO101-Teleop-v0", "So101StackTeleopEnvCfg", _EXPERT),
 ):
     gym.register(
         id=task_id,
         entry_point="isaaclab.envs:ManagerBasedRLEnv",
-        kwargs={"env_cfg_entry_point": f"{_CFG}:{cfg}"},
+        kwargs={"env_cfg_entry_point": f"{_CFG}:{cfg}", **extra},
         disable_env_checker=True,
     )
 gym.register(

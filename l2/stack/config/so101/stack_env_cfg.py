@@ -14,7 +14,9 @@ What is replaced, and why:
   task's blocks, as its own stack test measures them) with the task's colours and start poses;
 - **the physics**: the task's default is PhysX (Isaac Sim); ours is the Newton/MuJoCo-Warp cfg of the rest of the
   package (:class:`l2.lift.lift_env_cfg.LiftPhysicsCfg`), which steps this scene several times faster on the
-  CPU than the task's own Newton preset;
+  CPU than the task's own Newton preset, with one change for box pairs (:class:`l2.stack.physics.StackPhysicsCfg`):
+  MuJoCo's analytic box-box collider instead of MuJoCo-Warp's convex one, which gives a cube resting on a cube one
+  contact and tips it off unless the two are aligned to the hundredth of a radian;
 - **cameras**: the task has none (its ``rgb_camera`` group is empty); a ``front`` and a ``wrist`` camera are added
   in a ``cameras`` group, removed by ``presets=no_cameras``.
 
@@ -41,10 +43,10 @@ from l2.assets.so101 import EE_OFFSET_POS, EE_PRIM_REGEX, GRIPPER_OPEN, ROOT_PRI
 from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group, wrist_cam_cfg
 from l2.lift.config.so101.cameras import CamerasObsCfg, WristOnRobotCfg
 from l2.lift.config.so101.joint_pos_env_cfg import IK_ARM_ACTION
-from l2.lift.lift_env_cfg import LiftPhysicsCfg
 from l2.lift.variants import TeleopVariantCfg
 from l2.stack import mdp
 from l2.stack.config.so101.cameras import FRONT_CFG
+from l2.stack.physics import StackPhysicsCfg
 
 CUBE_EDGE = 0.0477
 """The task's blocks (m): its own SO-101 stack test measures a resting stack's step as 0.0477."""
@@ -121,7 +123,7 @@ class OfflineStackCfg:
         )
         for name in CUBE_COLORS:
             setattr(scene, name, _cube(getattr(scene, name), name))
-        self.sim.physics = LiftPhysicsCfg()
+        self.sim.physics = StackPhysicsCfg()
         scene.front = TableCamCfg(default=FRONT_CFG)
         scene.wrist = wrist_cam_cfg(WristOnRobotCfg())
         self.observations.cameras = cameras_obs_group(CamerasObsCfg())
