@@ -1,12 +1,11 @@
 """The stack's physics: the package's Newton/MuJoCo-Warp cfg (:class:`l2.lift.lift_env_cfg.LiftPhysicsCfg`) with box
-pairs collided by MuJoCo's analytic box-box collider.
+pairs through MuJoCo-Warp's analytic box-box collider.
 
-MuJoCo-Warp sends box-box pairs through its general convex collider (GJK/EPA, ``NATIVECCD``), which gives one
-contact per pair unless multi-contact CCD is on: a cube resting on another cube turned even 0.03 rad from it has
-nothing to rest flat on and tips off within a second. With ``NATIVECCD`` disabled MuJoCo-Warp uses MuJoCo's analytic
-box-box collider (up to 8 contacts, MuJoCo's own choice for box pairs): stacks turned any way stand. Newton's solver
-takes no option for the flag; :class:`NewtonBoxBoxMJWarpManager` (Isaac Lab picks the backend by the
-manager's name, hence its prefix) sets it on the model it builds.
+MuJoCo-Warp's default for box pairs is its general convex collider (GJK/EPA, ``NATIVECCD``): there a cube resting on
+a cube turned from it, by as little as 0.03 rad, sinks into it and tips off within two seconds (aligned, it stands).
+With ``NATIVECCD`` disabled box pairs go through the analytic box-box collider, and stacks turned any way stand
+(``tests/test_stack_scripted.py``). Newton's solver takes no option for the flag; :class:`NewtonBoxBoxMJWarpManager`
+(Isaac Lab picks the backend by the manager's name, hence its prefix) sets it on the model it builds.
 """
 
 from __future__ import annotations
@@ -40,6 +39,24 @@ class NewtonBoxBoxMJWarpManager(NewtonMJWarpManager):
             if getattr(solver, "mjw_model", None) is not None:  # read where each step picks its colliders
                 solver.mjw_model.opt.disableflags |= flag
         return solver
+
+    @classmethod
+    def close(cls) -> None:
+        super().close()
+        forget_analytic_box_box()
+
+
+def forget_analytic_box_box() -> None:
+    """Drop box pairs from the primitive colliders MuJoCo-Warp has launched in this process: it keeps every type it
+    launched for later models too, and a later model with ``NATIVECCD`` on (any other task's) would collide its box
+    pairs twice, once by each collider."""
+    from mujoco_warp._src import collision_primitive
+    from mujoco_warp._src.types import GeomType
+
+    types, funcs = collision_primitive._PRIMITIVE_COLLISION_TYPES, collision_primitive._PRIMITIVE_COLLISION_FUNC
+    while (GeomType.BOX, GeomType.BOX) in types:
+        i = types.index((GeomType.BOX, GeomType.BOX))
+        del types[i], funcs[i]
 
 
 @configclass

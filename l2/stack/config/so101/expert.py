@@ -35,7 +35,7 @@ class Phase(enum.IntEnum):
     START = 0
     """Up from the reset pose (over the cubes), the jaw closed as it starts."""
     APPROACH = 1
-    """Over the cube to pick, at the travel height, the jaw part-open."""
+    """Over the cube to pick, the jaw part-open."""
     DESCEND = 2
     GRASP = 3
     LIFT = 4
@@ -71,11 +71,11 @@ class StackExpertCfg:
     """Centre distances (m) of another cube below which it counts fully, above which not at all, when choosing which
     pair of faces the jaw closes on (the open moving jaw, and to a lesser degree the fixed one, away from it)."""
     travel_clearance: float = 0.06
+    """Grasp point above the top of the cube to place on while moving over the table (the travel height)."""
     approach_height: float = 0.06
     """Grasp point above the centre of the last cube while approaching it farther than :attr:`stack_radius` from the
     stack (nearer, and for the first cube, at the travel height)."""
     stack_radius: float = 0.09
-    """Grasp point above the top of the cube to place on while moving over the table."""
     place_clearance: float = 0.003
     """Held cube's bottom above the top of the cube it is placed on when the jaw opens."""
     start_height: float = 0.12
@@ -89,7 +89,7 @@ class StackExpertCfg:
     stall_height: float = 0.003
     """Grasp point this far above its commanded height while lowering with the held cube's bottom at the top of
     the cube below: it sits on it."""
-    yaw_speed: float = 2.0
+    roll_speed: float = 2.0
     position_threshold: float = 0.008
     move_timeout: float = 3.0
     grasp_time: float = 0.8
@@ -104,7 +104,9 @@ class StackExpertCfg:
     settled_speed: float = 0.02
     """The stack is judged (what to pick next, or done) once every cube is slower than this (m/s)."""
     stacked_xy: float = 0.03
-    """A cube sits on another when their centres are this close horizontally, one edge (±8 mm) above it."""
+    """A cube sits on another when their centres are this close horizontally, one edge (± :attr:`stacked_dz`) above
+    it."""
+    stacked_dz: float = 0.008
     straight_down_reach: tuple[float, ...] = (0.15, 0.20, 0.25, 0.30, 0.33)
     """Distances from the base (m) at which the grasp point's highest straight-down (jaws vertical) pose is
     :attr:`straight_down_z`; above it the jaws tilt away from the base, as far as the wrist flex's limit needs."""
@@ -121,6 +123,7 @@ def fold_yaw(yaw: torch.Tensor, reference: torch.Tensor | float = 0.0, period: f
 
 
 def yaw_of(quat: torch.Tensor) -> torch.Tensor:
+    """The heading (rad) of scalar-last quaternions ``(N, 4)``."""
     return wrap_to_pi(euler_xyz_from_quat(quat)[2])
 
 
@@ -157,12 +160,14 @@ class StackExpert:
         """The closing direction's angle from the arm's heading (rad)."""
         self.latched_pos = torch.zeros(n, 3, device=device)
         self.place_goal = torch.zeros(n, 3, device=device)
-        self.grasp_yaw = torch.zeros(n, device=device)
         """Where :attr:`Phase.LOWER` takes the grasp point, fixed when it starts."""
+        self.grasp_yaw = torch.zeros(n, device=device)
+        """The closing direction chosen for the cube being picked (:meth:`pick_yaw`)."""
         self.start_quat = torch.zeros(n, 4, device=device)
         self.commanded_quat = torch.zeros(n, 4, device=device)
         self._down = torch.tensor((0.0, 0.0, -1.0), device=device).expand(n, 3)
         self.target = torch.zeros(n, 3, device=device)
+        """Each env's position target in its phase, before the rate limit."""
 
     def reset(self, env_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Restart the given envs (all when None) from :attr:`Phase.START`."""
@@ -180,9 +185,10 @@ class StackExpert:
         return poses[..., :3], yaw_of(poses[..., 3:].reshape(-1, 4)).reshape(-1, len(CUBES))
 
     def _on(self, upper: torch.Tensor, lower: torch.Tensor) -> torch.Tensor:
+        """Whether the cube centred at ``upper`` sits on the one at ``lower`` ``(N, 3)``."""
         d = upper - lower
         xy = torch.linalg.vector_norm(d[:, :2], dim=-1)
-        return (xy < self.cfg.stacked_xy) & ((d[:, 2] - self.cfg.cube_edge).abs() < 0.008)
+        return (xy < self.cfg.stacked_xy) & ((d[:, 2] - self.cfg.cube_edge).abs() < self.cfg.stacked_dz)
 
     def pick_yaw(self, cubes: torch.Tensor, yaws: torch.Tensor) -> torch.Tensor:
         """The closing direction (yaw, rad) for picking the stage's cube: along one of its four face normals, the
@@ -353,7 +359,7 @@ class StackExpert:
         roll_target = wrap_to_pi(roll_target)
         hold = (p == Phase.START) | (p == Phase.GRASP) | (p == Phase.LIFT) | (p >= Phase.RELEASE)
         roll_target = torch.where(hold, self.commanded_roll, roll_target)
-        turn = cfg.yaw_speed * cfg.dt
+        turn = cfg.roll_speed * cfg.dt
         self.commanded_roll = self.commanded_roll + (roll_target - self.commanded_roll).clamp(-turn, turn)
         quat = self.orientation(self.commanded_pos, self.commanded_roll)
         quat = torch.where((p == Phase.START).unsqueeze(-1), self.start_quat, quat)
