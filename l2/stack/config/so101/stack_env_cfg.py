@@ -28,6 +28,8 @@ from __future__ import annotations
 import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
 from isaaclab.envs.mimic_env_cfg import MimicEnvCfg, SubTaskConfig
+from isaaclab.managers import ObservationGroupCfg as ObsGroup
+from isaaclab.managers import ObservationTermCfg as ObsTerm
 from isaaclab.managers import RewardTermCfg as RewTerm
 from isaaclab.managers import SceneEntityCfg
 from isaaclab.utils import configclass, replace
@@ -206,6 +208,40 @@ class So101StackRLEnvCfg(So101StackJointPosEnvCfg):
         self.observations.policy.concatenate_terms = True
 
 
+HELD_JAW = 0.7
+"""Below this the jaw (rad) is closed on a cube: it stops near 0.55 on a 4.77 cm cube, and approaches at 0.85."""
+RELEASED_JAW = 0.75
+"""Above this the jaw (rad) has let a placed cube go (it opens back to 0.85 after a release)."""
+
+
+@configclass
+class So101StackSubtaskTermsCfg(ObsGroup):
+    """Mimic's subtask signals for a jaw that approaches part-open, as the scripted expert's does. The task's own
+    measure "grasped" from the fully open jaw and "stacked" only once it is fully open again: with a part-open
+    approach its ``grasp_1`` rises before the cube is reached and its ``stack_1`` only after ``grasp_2``, which
+    Mimic refuses. These are the same three signals, measured from the jaw closed on the cube and released."""
+
+    grasp_1 = ObsTerm(func=mdp.cube_held, params={"cube_cfg": SceneEntityCfg("cube_2"), "max_jaw": HELD_JAW})
+    stack_1 = ObsTerm(
+        func=mdp.cube_released_on,
+        params={
+            "upper_cfg": SceneEntityCfg("cube_2"),
+            "lower_cfg": SceneEntityCfg("cube_1"),
+            "min_jaw": RELEASED_JAW,
+            "edge": CUBE_EDGE,
+        },
+    )
+    grasp_2 = ObsTerm(func=mdp.cube_held, params={"cube_cfg": SceneEntityCfg("cube_3"), "max_jaw": HELD_JAW})
+
+    def __post_init__(self):
+        self.enable_corruption = False
+        self.concatenate_terms = False
+
+
+MIMIC_INTERPOLATION_STEPS = 20
+"""Steps (1 s) from one subtask's last pose to the next one's first: at Isaac Lab's 5 the held cube is thrown
+out of the SO-101's 1 N m jaw by the jump to the next segment."""
+
 MIMIC_SUBTASKS = (
     ("cube_2", "grasp_1", "Grasp the red cube"),
     ("cube_1", "stack_1", "Stack the red cube on the blue cube"),
@@ -229,6 +265,7 @@ class So101StackMimicEnvCfg(So101StackScriptedEnvCfg, MimicEnvCfg):
 
     def __post_init__(self):
         super().__post_init__()
+        self.observations.subtask_terms = So101StackSubtaskTermsCfg()
         config = self.datagen_config
         config.name = "stack_cube_so101_mimic"
         config.generation_guarantee = True
@@ -244,7 +281,7 @@ class So101StackMimicEnvCfg(So101StackScriptedEnvCfg, MimicEnvCfg):
                 selection_strategy="nearest_neighbor_object",
                 selection_strategy_kwargs={"nn_k": 3},
                 action_noise=self.action_noise,
-                num_interpolation_steps=5,
+                num_interpolation_steps=MIMIC_INTERPOLATION_STEPS,
                 num_fixed_steps=0,
                 apply_noise_during_interpolation=False,
                 description=description,
