@@ -357,7 +357,7 @@ def test_browser_view_shows_the_scene_and_the_instruction(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, str(RUN), "--teleop_device", "replay", "--trace", str(variety_trace), "--output",
          str(tmp_path / "teleop.hdf5"), "--visualizer", "viser", "--viewer_port", str(port),
-         "--step_hz", "0.5", NO_CAMERAS],  # 130 ticks at 0.5 Hz: the session stays live for 4 min
+         "--step_hz", "0.5", NO_CAMERAS],  # 127 ticks at 0.5 Hz: the session stays live for 4 min
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     lines, instruction, objects, colored = [], None, 0, 0

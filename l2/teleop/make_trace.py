@@ -2,9 +2,10 @@
 
 The operator is a :class:`~isaaclab.devices.DeviceBase` that follows the task's scripted expert (its gym
 registration's ``scripted_expert_entry_point``, :mod:`l2.scripted.expert`) the way a person on a keyboard would:
-each poll, a step toward the expert's end-effector target no larger than a key press gives
-``[dx, dy, dz, rx, ry, rz, gripper]`` (each axis within ``POS_STEP``, the rotation within ``ROT_STEP``), the gripper
-as the expert commands it, plus a ``start`` event. The session records them with the same
+each poll, a step toward the expert's end-effector pose no larger than a key press gives
+``[dx, dy, dz, rx, ry, rz, gripper]`` (each axis within ``POS_STEP``, the rotation within ``ROT_STEP``, both along
+the way to the expert's pose so that they arrive together), the gripper as the expert commands it, plus a ``start``
+event. The session records them with the same
 :class:`~l2.teleop.trace.TraceRecorder` as ``run.py --record-trace``, so the trace replays through
 ``--teleop_device replay`` to the same demo. This is how ``config/teleop/lift_cube_trace.json`` was made::
 
@@ -34,8 +35,9 @@ from l2.teleop.devices import POS_STEP, ROT_STEP
 
 
 class ScriptedOperator(DeviceBase):
-    """The task's scripted expert at a keyboard: each poll, the device-sized step from the session's end-effector
-    target toward the expert's, and the expert's gripper command."""
+    """The task's scripted expert at a keyboard: each poll, the step from the session's end-effector target toward
+    the expert's that one key press allows (position and rotation together, along the way to the expert's pose), and
+    the expert's gripper command."""
 
     def __init__(self, env, target, expert, pos_step: float = POS_STEP, rot_step: float = ROT_STEP):
         super().__init__()
@@ -57,10 +59,14 @@ class ScriptedOperator(DeviceBase):
             self._started = True
             self._callbacks["start"]()
         goal = self.expert.act(self.env)[0].to(self.target.pos.device, torch.float32)
-        dpos = torch.clamp(goal[:3] - self.target.pos[0], -self.pos_step, self.pos_step)
+        dpos = goal[:3] - self.target.pos[0]
         drot = axis_angle_from_quat(quat_mul(goal[3:7].unsqueeze(0), quat_inv(self.target.quat)))[0]
-        drot = drot * min(1.0, self.rot_step / max(float(torch.linalg.vector_norm(drot)), 1e-9))
-        return torch.cat([dpos, drot, goal[7:8]]).to(torch.float32)
+        # Both along the way to the expert's pose at once, as far as the larger of them allows in one press: an
+        # operator lowering the jaws while still turning them would land them on the cube.
+        presses = max(
+            1.0, float(dpos.abs().max()) / self.pos_step, float(torch.linalg.vector_norm(drot)) / self.rot_step
+        )
+        return torch.cat([dpos / presses, drot / presses, goal[7:8]]).to(torch.float32)
 
 
 class LeaderArmOperator(DeviceBase):
