@@ -45,6 +45,7 @@ from l2.assets.so101 import EE_OFFSET_POS, EE_PRIM_REGEX, GRIPPER_OPEN, ROOT_PRI
 from l2.lift.camera_cfg import TableCamCfg, cameras_obs_group, wrist_cam_cfg
 from l2.lift.config.so101.cameras import CamerasObsCfg, WristOnRobotCfg
 from l2.lift.config.so101.joint_pos_env_cfg import IK_ARM_ACTION
+from l2.lift.lift_env_cfg import cube_cfg
 from l2.lift.variants import TeleopVariantCfg
 from l2.stack import mdp
 from l2.stack.config.so101.cameras import FRONT_CFG
@@ -65,19 +66,10 @@ JAW_PRIM_REGEX = "{ENV_REGEX_NS}/Robot/(Geometry/base/shoulder/upper_arm/lower_a
 
 
 def _cube(cube: RigidObjectCfg, name: str) -> RigidObjectCfg:
-    """The task's cube ``name`` (start pose kept) as a primitive box."""
-    return replace(
-        cube,
-        spawn=sim_utils.CuboidCfg(
-            size=(CUBE_EDGE,) * 3,
-            rigid_props=sim_utils.UsdPhysicsRigidBodyCfg(),
-            mass_props=sim_utils.MassPropertiesCfg(mass=CUBE_MASS),
-            collision_props=sim_utils.UsdPhysicsCollisionCfg(),
-            physics_material=sim_utils.RigidBodyMaterialCfg(static_friction=1.5, dynamic_friction=1.5),
-            visual_material=sim_utils.PreviewSurfaceCfg(diffuse_color=CUBE_COLORS[name]),
-            semantic_tags=[("class", name)],
-        ),
-    )
+    """The task's cube ``name`` (prim path and start pose kept) as the package's primitive box."""
+    spawn = cube_cfg(name, CUBE_COLORS[name], size=CUBE_EDGE, mass=CUBE_MASS).spawn
+    spawn.semantic_tags = [("class", name)]
+    return replace(cube, spawn=spawn)
 
 
 @configclass
