@@ -8,6 +8,7 @@
 #   NUM_DEMOS=16 NUM_ENVS=8 scripts/main.sh
 #   RL_DEMOS=4 RL_CHECKPOINT=logs/rl/<run>/model_<it>.pt scripts/main.sh
 #   ROBOT=so101 scripts/main.sh          # the SO-101 (docs/so101.md): its files are <source>_<task>_so101.hdf5
+#   TASK=stack scripts/main.sh           # Isaac Lab's own SO-101 cube stack (docs/stack.md): scripts/main_stack.sh
 #
 # ROBOT=so101 collects scripted, Mimic and RL demos and a leader-arm teleop session (config/teleop/so101_*), converts
 # them with config/so101_lift_cube.yaml (LeRobot so101_follower names and units, GR00T so100_dualcam keys), rolls out
@@ -28,6 +29,11 @@
 # never mixed with new demos. The GR00T dataset is derived from this scene's files in data/demos/ and rewritten.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+case "${TASK:-lift}" in
+  lift) ;;
+  stack) exec bash "$REPO/scripts/main_stack.sh" ;;
+  *) echo "error: TASK=${TASK}: choose lift or stack" >&2; exit 2 ;;
+esac
 bash "$REPO/scripts/setup.sh"
 cd "$REPO"
 PY="$REPO/.venv/bin/python"
