@@ -185,9 +185,7 @@ def image_groups(env: ManagerBasedEnv) -> list[str]:
     return [
         group
         for group, dims in manager.group_obs_term_dim.items()
-        if dims
-        and not manager.group_obs_concatenate[group]
-        and all(len(dim) == 3 and dim[-1] == 3 for dim in dims)
+        if dims and not manager.group_obs_concatenate[group] and all(len(dim) == 3 and dim[-1] == 3 for dim in dims)
     ]
 
 
