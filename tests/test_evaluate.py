@@ -363,7 +363,7 @@ def test_dataset_or_reset_file_of_another_task_is_refused(replay_data, tmp_path)
         env_args = json.loads(f["data"].attrs["env_args"])
         f["data"].attrs["env_args"] = json.dumps({**env_args, "env_name": "Isaac-Stack-Cube-Franka-IK-Rel-v0"})
     line = _one_error_line(evaluate("--policy", f"replay:{roots['lift_cube']}", "--reset-from", str(other)))
-    assert str(other) in line and "Isaac-Stack-Cube-Franka-IK-Rel-v0" in line and "not a lift-cube task" in line
+    assert str(other) in line and "Isaac-Stack-Cube-Franka-IK-Rel-v0" in line and "no registered Isaac Lab task" in line
 
 
 def test_ctrl_c_reports_the_finished_episodes_and_leaves_a_valid_record(tmp_path):

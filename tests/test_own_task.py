@@ -78,11 +78,16 @@ gym.register(
 )
 
 
-def test_a_task_of_one_s_own_is_recorded_converted_without_a_mapping_and_validated(tmp_path):
+def test_a_task_of_one_s_own_is_recorded_converted_without_a_mapping_and_validated(tmp_path, monkeypatch):
     from l2.format.validate import validate_file
+    from l2.recording import sim
     from l2.scripted import run as scripted
     from l3 import convert
     from l3 import validate as l3_validate
+
+    # --task MODULE:ID names this module to the run's processes in the environment: undone after the test, so that
+    # the commands other tests of this worker start do not try to import it
+    monkeypatch.setenv(sim.TASK_MODULES, "")
 
     demos = tmp_path / "scripted_own.hdf5"
     rc = scripted.main(
