@@ -52,12 +52,41 @@ def runner_parser(doc: str, prog: str | None = None) -> argparse.ArgumentParser:
     )
 
 
+DEMO_FOLDER = "data/demos"
+VARIANT_WORDS = frozenset({"scripted", "teleop", "mimic", "rl", "play", "joint", "jointpos", "rel", "ik", "abs"})
+"""Trailing words of a gym id that name a control mode or a source's variant, not the task."""
+
+
+def demo_name(task: str) -> str:
+    """The task's part of its demo files' names: the registration's ``demo_name`` kwarg, else the gym id in lower
+    case without its version, its ``L2``/``Isaac``/``IsaacContrib`` prefix and its trailing variant words
+    (``L2-Stack-Cube-SO101-Scripted-v0`` -> ``stack_cube_so101``, ``Isaac-Stack-Cube-Franka-IK-Rel-v0`` ->
+    ``stack_cube_franka``), every other character than a letter or digit an underscore."""
+    import re
+
+    import gymnasium as gym
+
+    from l2.recording import sim
+
+    sim.register_tasks()
+    name = gym.registry[task].kwargs.get("demo_name") if task in gym.registry else None
+    if name is None:
+        words = re.sub(r"-v\d+$", "", task.lower()).split("-")
+        while len(words) > 1 and words[0] in ("l2", "isaac", "isaaccontrib"):
+            words.pop(0)
+        while len(words) > 1 and words[-1] in VARIANT_WORDS:
+            words.pop()
+        name = "_".join(words)
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "task"
+
+
 def add_output_args(
-    parser: argparse.ArgumentParser, *, default_output: str, num_demos: int, workers: bool = False, min_demos: int = 1
+    parser: argparse.ArgumentParser, *, source: str, num_demos: int, workers: bool = False, min_demos: int = 1
 ) -> None:
-    """``--num_demos`` (at least ``min_demos``), ``--output`` and what to do with an existing one; ``workers``: also
-    ``--workers``, for a runner that spreads its collection over collector processes
-    (:func:`l2.recording.workers.run_collector`)."""
+    """``--num_demos`` (at least ``min_demos``), ``--output`` (default: ``data/demos/<source>_<task>.hdf5``, filled
+    in by :func:`parse` from ``--task``) and what to do with an existing one; ``workers``: also ``--workers``, for a
+    runner that spreads its collection over collector processes (:func:`l2.recording.workers.run_collector`)."""
+    parser.set_defaults(_source=source)
     group = parser.add_argument_group("dataset")
     group.add_argument(
         "--num_demos",
@@ -66,7 +95,11 @@ def add_output_args(
         help="successful demos to write (default: %(default)s)",
     )
     group.add_argument(
-        "--output", type=cli_args.output_file, default=default_output, help="HDF5 file to write (default: %(default)s)"
+        "--output",
+        type=cli_args.output_file,
+        default=None,
+        help=f"HDF5 file to write (default: {DEMO_FOLDER}/{source}_<task>.hdf5, <task> from the gym id, e.g. "
+        f"{source}_lift_cube.hdf5, {source}_stack_cube_so101.hdf5)",
     )
     group.add_argument(
         "--keep-failed", action="store_true", help="also write failed episodes, to <output stem>_failed.hdf5"
@@ -92,7 +125,14 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
     collector process the user's arguments again."""
     args = parser.parse_args(argv)
     args._parser = parser
+    fill_output(args)
     return args
+
+
+def fill_output(args: argparse.Namespace) -> None:
+    """``--output``'s default, ``data/demos/<source>_<task>.hdf5`` (:func:`demo_name`), where none was given."""
+    if getattr(args, "output", "") is None:
+        args.output = f"{DEMO_FOLDER}/{args._source}_{demo_name(args.task)}.hdf5"
 
 
 def add_attempt_args(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "on the Franka l2/lift/config/franka/policies/rl/model.pt)",
     )
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/rl_lift_cube.hdf5", num_demos=10, workers=True)
+    cli.add_output_args(parser, source="rl", num_demos=10, workers=True)
     cli.add_attempt_args(parser)
     return cli.parse(parser, argv)
 

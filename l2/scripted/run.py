@@ -31,7 +31,7 @@ DEFAULT_TASK = f"{sim.DEFAULT_TASK}-Scripted"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=16, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/scripted_lift_cube.hdf5", num_demos=10, workers=True)
+    cli.add_output_args(parser, source="scripted", num_demos=10, workers=True)
     cli.add_attempt_args(parser)
     parser.add_argument("--log_actions", default=None, help="also save every action the expert emits (.npz)")
     return cli.parse(parser, argv)

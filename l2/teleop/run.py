@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     parser = cli.runner_parser(__doc__)
     sim.add_sim_args(parser, num_envs=1, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/teleop_lift_cube.hdf5", num_demos=10, min_demos=0)
+    cli.add_output_args(parser, source="teleop", num_demos=10, min_demos=0)
     group = parser.add_argument_group("teleoperation")
     group.add_argument(
         "--teleop_device", default="keyboard", choices=DEVICES, help="input device (default: %(default)s)"
@@ -96,6 +96,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also save every action sent to the env (.npz)",
     )
     args = parser.parse_args(argv)
+    cli.fill_output(args)
     if args.num_envs != 1:
         parser.error("teleoperation drives one env (--num_envs 1)")
     if (args.teleop_device == "replay") != (args.trace is not None):

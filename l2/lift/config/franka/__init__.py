@@ -10,6 +10,8 @@ import gymnasium as gym
 
 TASK_ID = "L2-Lift-Cube-Franka-IK-Abs"
 RL_TASK_ID = "L2-Lift-Cube-Franka-JointPos-Rel"
+DEMO_NAME = "lift_cube"
+"""Its demo files' names, ``data/demos/<source>_lift_cube.hdf5`` (the package's first task: no robot in the name)."""
 RL_POLICY = Path(__file__).resolve().parent / "policies" / "rl" / "model.pt"
 """The shipped RL policy (``python -m l2.rl.checkpoint RUN/model.pt --to`` its folder)."""
 
@@ -28,7 +30,10 @@ for task_id, entry_point, cfg, extra in (
     (f"{TASK_ID}-Mimic", "l2.mimic.env:TaskSpaceMimicEnv", f"{_IK_ABS}:FrankaLiftCubeMimicEnvCfg", {}),
 ):
     gym.register(
-        id=task_id, entry_point=entry_point, kwargs={"env_cfg_entry_point": cfg, **extra}, disable_env_checker=True
+        id=task_id,
+        entry_point=entry_point,
+        kwargs={"env_cfg_entry_point": cfg, "demo_name": DEMO_NAME, **extra},
+        disable_env_checker=True,
     )
 
 for task_id in (RL_TASK_ID, "L2-Lift-Cube-Franka-RL"):  # the second: an older name, kept as an alias
@@ -40,6 +45,7 @@ for task_id in (RL_TASK_ID, "L2-Lift-Cube-Franka-RL"):  # the second: an older n
             "rsl_rl_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPORunnerCfg",
             "rsl_rl_finetune_cfg_entry_point": f"{__name__}.agents.rsl_rl_ppo_cfg:L2LiftCubePPOFinetuneCfg",
             "rsl_rl_policy": str(RL_POLICY),
+            "demo_name": DEMO_NAME,
             "demo_task": TASK_ID,  # its rollouts record the IK-absolute pose equivalent to the policy's action
         },
         disable_env_checker=True,
