@@ -29,6 +29,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,6 +42,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from l2.recording.workers import usable_cores  # noqa: E402
 from l3.config_file import load_mapping  # noqa: E402
+from l3.mapping import Mapping  # noqa: E402
 
 CONFIG = REPO / "config" / "lift_cube.yaml"
 
@@ -73,7 +75,14 @@ def state_config(d: Path) -> Path:
     return state_only_config(d, CONFIG)
 
 
-def timed_convert(files: list[str], out: Path, config: Path, workers: int = 1) -> float:
+def yuv420p_config() -> Mapping:
+    """The shipped mapping with its videos pinned to yuv420p (crf 18): what the ffmpeg CLI baselines are fed (the planes
+    of l3.video.to_yuv420p), like for like."""
+    m = load_mapping(CONFIG)
+    return replace(m, video=m.video.resolved("yuv420p"))
+
+
+def timed_convert(files: list[str], out: Path, config: Path | Mapping, workers: int = 1) -> float:
     from l3.convert import convert
 
     shutil.rmtree(out, ignore_errors=True)
@@ -208,7 +217,7 @@ def video_bench(work: Path, frames: int, h: int, w: int, fps: int) -> dict:
         data[t, ..., 0] = (xx + 2 * t) % 256
         data[t, ..., 1] = (yy + t) % 256
         data[t, ..., 2] = noise + np.uint8(t % 200)
-    opts = load_mapping(CONFIG).video
+    opts = yuv420p_config().video
 
     def run_ours() -> float:
         t0 = time.perf_counter()
@@ -254,7 +263,7 @@ def cli_command(exe: str, w: int, h: int, fps: int, out: Path, threads: int | No
     None: x264's default (every core)."""
     from l3.video import encoder_options
 
-    opts = load_mapping(CONFIG).video
+    opts = yuv420p_config().video
     x264 = encoder_options(opts)
     return [
         exe,
@@ -318,7 +327,7 @@ def machine_bench(work: Path, episodes: int, length: int, size: tuple[int, int],
     frames = episodes * length * len(cameras)
     ours = cli = float("inf")
     for _ in range(VIDEO_REPEATS):
-        ours = min(ours, timed_convert(files, work / "machine_out", CONFIG, workers=cores))
+        ours = min(ours, timed_convert(files, work / "machine_out", yuv420p_config(), workers=cores))
         if exe is not None:
             cli = min(cli, run_cli())
     if exe is None:

@@ -10,19 +10,22 @@ side on the same frames.
   scenes   franka_plain, franka_variety, so101_plain, so101_variety: the scripted source of each robot on the plain
            scene and with presets=variety, recorded here (2 envs, --seed) unless --files names L2 files for it.
   rows     every camera of every episode is encoded as one video per episode, as l3/convert.py writes them, with
-             old      the encoding this one replaced: FFmpeg's RGB -> yuv420p (what PyAV does with RGB frames),
+             old      the encoding l3.video replaced: FFmpeg's RGB -> yuv420p (what PyAV does with RGB frames),
                       crf 22, preset medium, macroblock tree off (the baseline)
-             new      l3.video.encode with the default VideoOptions (l3.video.to_yuv420p, crf 18, tune psnr)
-             yuv444p  the new settings at crf 22 without chroma subsampling (H.264 High 4:4:4): a reference, not
-                      what the datasets use (l3.validate wants yuv420p)
+             yuv420p  l3.video.encode with video.pix_fmt yuv420p (l3.video.to_yuv420p, crf 18, tune psnr)
+             yuv444p  l3.video.encode with video.pix_fmt yuv444p (l3.video.to_yuv444p, crf 22, tune psnr): no
+                      chroma subsampling (H.264 High 4:4:4)
+             default  video.pix_fmt auto, as l3/convert.py decides it: per scene and camera from the frames of the
+                      first episode (l3.video.choose_pix_fmt), the same for every episode; its videos are those of
+                      the yuv420p or the yuv444p row (the same settings, the same bytes)
            and each frame's yuv420p (old and new conversion) turned straight back into RGB, no encoder at all:
            the most any yuv420p video of those frames gives through the readers (the cap).
   PSNR     of each decoded frame against the recorded uint8 frame, over all three channels; the mean over the
            frames and the worst frame. Decoded with PyAV's to_ndarray(rgb24): what the loaders of LeRobot and
            GR00T return (their pyav / torchvision backends); the LeRobot venv (scripts/setup_lerobot.sh v21) decodes
-           every new and yuv444p video with LeRobot's own decode_video_frames (pyav backend): the same RGB?
-  bytes    the MP4's size over its frames.  encode  seconds per frame in encode(), new / old, summed over all videos.
-  Target: new >= 40 dB mean on every scene and camera.
+           every yuv420p and yuv444p video with LeRobot's own decode_video_frames (pyav backend): the same RGB?
+  bytes    the MP4's size over its frames.  encode  milliseconds per frame in encode(), summed over all videos.
+  Target: default >= 40 dB mean on every scene and camera.
 """
 
 from __future__ import annotations
@@ -53,8 +56,7 @@ SCENES = {
     "so101_plain": ("L2-Lift-Cube-SO101-JointPos-Scripted", ()),
     "so101_variety": ("L2-Lift-Cube-SO101-JointPos-Scripted", ("variety",)),
 }
-SETTINGS = ("old", "new", "yuv444p")
-YUV444_CRF = 22
+SETTINGS = ("old", "yuv420p", "yuv444p")
 
 LEROBOT_DECODE = r"""
 import hashlib, json, sys
@@ -116,39 +118,22 @@ def encode_old(path: Path, frames: np.ndarray, fps: int) -> None:
         container.mux(stream.encode(None))
 
 
-def encode_444(path: Path, frames: np.ndarray, fps: int) -> None:
-    """The new settings (preset, tune, GOP) at crf :data:`YUV444_CRF` on yuv444p: no chroma subsampling."""
-    import av
+def encode_l3(pix_fmt: str) -> Callable[[Path, np.ndarray, int], None]:
+    """l3.video.encode with the default VideoOptions but for the pixel format."""
 
-    from l3.mapping import VideoOptions
-    from l3.video import encoder_options
+    def run(path: Path, frames: np.ndarray, fps: int) -> None:
+        from l3.mapping import VideoOptions
+        from l3.video import encode
 
-    opts = VideoOptions(crf=YUV444_CRF)
-    with av.open(str(path), mode="w", format="mp4") as container:
-        stream = container.add_stream(opts.codec, rate=fps)
-        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "yuv444p"
-        stream.time_base = stream.codec_context.time_base = Fraction(1, fps)
-        stream.codec_context.gop_size = opts.gop
-        stream.codec_context.thread_count = 1
-        stream.options = encoder_options(opts)
-        for i, img in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts = i
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode(None))
+        encode(path, [frames], fps, VideoOptions(pix_fmt=pix_fmt))
 
-
-def encode_new(path: Path, frames: np.ndarray, fps: int) -> None:
-    from l3.mapping import VideoOptions
-    from l3.video import encode
-
-    encode(path, [frames], fps, VideoOptions())
+    return run
 
 
 ENCODERS: dict[str, Callable[[Path, np.ndarray, int], None]] = {
     "old": encode_old,
-    "new": encode_new,
-    "yuv444p": encode_444,
+    "yuv420p": encode_l3("yuv420p"),
+    "yuv444p": encode_l3("yuv444p"),
 }
 
 
@@ -167,17 +152,20 @@ def caps(frames: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def measure(files: list[Path], work: Path, max_frames: int | None) -> tuple[dict, list[tuple[str, int, int, str]]]:
-    """Per camera and setting: per-frame PSNR, bytes, encode seconds; and (setting, path, frames, fps, sha256 of the
-    decoded RGB) of every new and yuv444p video, for the LeRobot check."""
-    from l3.video import decode, psnr
+    """Per camera and setting: per-frame PSNR, bytes, encode seconds; per camera what ``pix_fmt: auto`` chooses from
+    its first episode (``default``, with that episode's cap); and (setting, path, frames, fps, sha256 of the decoded
+    RGB) of every yuv420p and yuv444p video, for the LeRobot check."""
+    from l3.video import choose_pix_fmt, decode, psnr
 
     out: dict[str, dict] = {}
-    new_videos = []
+    videos = []
     for e, (fps, cams) in enumerate(episodes(files, max_frames)):
         for cam, frames in cams.items():
-            row = out.setdefault(cam, {s: {"psnr": [], "bytes": 0, "seconds": 0.0} for s in SETTINGS})
-            row.setdefault("frames", 0)
-            row["frames"] += len(frames)
+            if cam not in out:  # the first episode: what l3/convert.py decides auto from
+                out[cam] = {s: {"psnr": [], "bytes": 0, "seconds": 0.0} for s in SETTINGS}
+                out[cam]["default"], out[cam]["default_cap"] = choose_pix_fmt([frames])
+            row = out[cam]
+            row["frames"] = row.get("frames", 0) + len(frames)
             for setting, enc in ENCODERS.items():
                 path = work / f"{cam}_{e}_{setting}.mp4"
                 t0 = time.perf_counter()
@@ -191,7 +179,7 @@ def measure(files: list[Path], work: Path, max_frames: int | None) -> tuple[dict
                     path.unlink()
                 else:
                     digest = hashlib.sha256(decoded.tobytes()).hexdigest()
-                    new_videos.append((setting, str(path), len(frames), fps, digest))
+                    videos.append((setting, str(path), len(frames), fps, digest))
             for key, scores in caps(frames).items():
                 row.setdefault(key, []).append(scores)
     for row in out.values():
@@ -199,7 +187,7 @@ def measure(files: list[Path], work: Path, max_frames: int | None) -> tuple[dict
             row[key] = np.concatenate(row[key])
         for setting in SETTINGS:
             row[setting]["psnr"] = np.concatenate(row[setting]["psnr"])
-    return out, new_videos
+    return out, videos
 
 
 def lerobot_check(videos: list[tuple[str, str, int, int, str]]) -> str:
@@ -214,7 +202,7 @@ def lerobot_check(videos: list[tuple[str, str, int, int, str]]) -> str:
         return f"not checked (LeRobot's decoding failed: {proc.stderr.strip().splitlines()[-1:]})"
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     counts = []
-    for setting in ("new", "yuv444p"):
+    for setting in ("yuv420p", "yuv444p"):
         mine = [(p, digest) for s, p, _, _, digest in videos if s == setting]
         counts.append(f"{sum(got.get(p) == digest for p, digest in mine)}/{len(mine)} {setting}")
     return f"{', '.join(counts)} videos decode to the same RGB in LeRobot (decode_video_frames, pyav backend)"
@@ -225,26 +213,57 @@ def _db(scores: np.ndarray) -> str:
 
 
 def report(results: dict[str, dict]) -> tuple[list[str], int, int]:
-    """The table's lines; how many scene cameras meet the target with the new encoding, of how many."""
+    """The table's lines; how many scene cameras meet the target with the default encoding, of how many."""
     head = (
         f"{'scene':15s} {'camera':10s} {'frames':>6s} | {'old: mean / worst dB':>20s} {'B/frame':>7s} | "
-        f"{'new: mean / worst dB':>20s} {'B/frame':>7s} | {'yuv420p cap old / new (mean dB)':>31s} | "
-        f"{f'yuv444p crf {YUV444_CRF}: mean / worst dB':>31s} {'B/frame':>7s}"
+        f"{'yuv420p: mean / worst dB':>24s} {'B/frame':>7s} | {'yuv420p cap old / new':>21s} | "
+        f"{'yuv444p: mean / worst dB':>24s} {'B/frame':>7s} | {'default (ep. 0 cap dB)':>22s} "
+        f"{'mean / worst dB':>15s} {'B/frame':>7s} {'ms/frame':>8s}"
     )
     lines, met, total = [head, "-" * len(head)], 0, 0
     for scene, cams in results.items():
         for cam, r in cams.items():
             n = r["frames"]
-            old, new, full = r["old"], r["new"], r["yuv444p"]
+            old, y420, y444, default = r["old"], r["yuv420p"], r["yuv444p"], r[r["default"]]
             lines.append(
                 f"{scene:15s} {cam:10s} {n:6d} | {_db(old['psnr']):>20s} {old['bytes'] / n:7.0f} | "
-                f"{_db(new['psnr']):>20s} {new['bytes'] / n:7.0f} | "
-                f"{r['cap_old'].mean():14.2f} / {r['cap_new'].mean():5.2f}          | "
-                f"{_db(full['psnr']):>31s} {full['bytes'] / n:7.0f}"
+                f"{_db(y420['psnr']):>24s} {y420['bytes'] / n:7.0f} | "
+                f"{r['cap_old'].mean():13.2f} / {r['cap_new'].mean():5.2f} | "
+                f"{_db(y444['psnr']):>24s} {y444['bytes'] / n:7.0f} | "
+                f"{r['default']:>14s} ({r['default_cap']:5.2f}) {_db(default['psnr']):>15s} "
+                f"{default['bytes'] / n:7.0f} {1000 * default['seconds'] / n:8.2f}"
             )
             total += 1
-            met += new["psnr"].mean() >= TARGET_DB
+            met += default["psnr"].mean() >= TARGET_DB
     return lines, met, total
+
+
+def summary_json(results: dict[str, dict], ms: dict[str, float]) -> dict:
+    """The figures of :func:`report`, for ``--json``."""
+
+    def figures(r: dict, setting: str) -> dict:
+        return {
+            "psnr_mean": float(r[setting]["psnr"].mean()),
+            "psnr_worst": float(r[setting]["psnr"].min()),
+            "bytes_per_frame": r[setting]["bytes"] / r["frames"],
+            "encode_ms_per_frame": 1000 * r[setting]["seconds"] / r["frames"],
+        }
+
+    out: dict = {
+        scene: {
+            cam: {
+                "frames": r["frames"],
+                **{s: figures(r, s) for s in SETTINGS},
+                "default": {"pix_fmt": r["default"], "first_episode_cap": r["default_cap"], **figures(r, r["default"])},
+                "cap_old_mean": float(r["cap_old"].mean()),
+                "cap_new_mean": float(r["cap_new"].mean()),
+            }
+            for cam, r in cams.items()
+        }
+        for scene, cams in results.items()
+    }
+    out["encode_ms_per_frame"] = ms
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, dict] = {}
     videos: list = []
-    seconds = {s: 0.0 for s in SETTINGS}
+    seconds = {s: 0.0 for s in (*SETTINGS, "default")}
     frames = 0
     with tempfile.TemporaryDirectory(prefix="video_quality_") as tmp:
         work = Path(tmp)
@@ -291,42 +310,27 @@ def main(argv: list[str] | None = None) -> int:
                 frames += r["frames"]
                 for s in SETTINGS:
                     seconds[s] += r[s]["seconds"]
+                seconds["default"] += r[r["default"]]["seconds"]
         checked = "LeRobot: not checked (--skip-lerobot)" if args.skip_lerobot else "LeRobot: " + lerobot_check(videos)
+
+    from l3.video import AUTO_MIN_CAP_DB
 
     lines, met, total = report(results)
     print()
     print("PSNR through the readers (PyAV to_ndarray rgb24) against the recorded frames; old = crf 22, FFmpeg's")
-    print("RGB -> yuv420p (the baseline); new = l3.video defaults; cap = yuv420p read back with no encoder")
+    print("RGB -> yuv420p (the baseline); yuv420p / yuv444p = l3.video with that video.pix_fmt (crf 18 / 22);")
+    print(f"default = video.pix_fmt auto, chosen from the first episode's yuv420p cap (>= {AUTO_MIN_CAP_DB:g} dB:")
+    print("yuv420p); cap = yuv420p read back with no encoder")
     print("\n".join(lines))
-    ms = {s: 1000 * seconds[s] / frames for s in SETTINGS}
+    ms = {s: 1000 * seconds[s] / frames for s in seconds}
     print(
-        f"encode time per frame, new / old: {seconds['new'] / seconds['old']:.2f}x "
-        f"({ms['new']:.2f} vs {ms['old']:.2f} ms; yuv444p {ms['yuv444p']:.2f} ms), {frames} frames per setting"
+        f"encode time per frame: old {ms['old']:.2f} ms, yuv420p {ms['yuv420p']:.2f} ms, yuv444p {ms['yuv444p']:.2f} "
+        f"ms, default {ms['default']:.2f} ms ({ms['default'] / ms['old']:.2f}x old), {frames} frames per setting"
     )
     print(checked)
-    print(f"target new >= {TARGET_DB:.0f} dB mean: met on {met} of {total} scene cameras")
+    print(f"target default >= {TARGET_DB:.0f} dB mean: met on {met} of {total} scene cameras")
     if args.json:
-        summary = {
-            scene: {
-                cam: {
-                    "frames": r["frames"],
-                    **{
-                        s: {
-                            "psnr_mean": float(r[s]["psnr"].mean()),
-                            "psnr_worst": float(r[s]["psnr"].min()),
-                            "bytes_per_frame": r[s]["bytes"] / r["frames"],
-                        }
-                        for s in SETTINGS
-                    },
-                    "cap_old_mean": float(r["cap_old"].mean()),
-                    "cap_new_mean": float(r["cap_new"].mean()),
-                }
-                for cam, r in cams.items()
-            }
-            for scene, cams in results.items()
-        }
-        summary["encode_ms_per_frame"] = ms
-        args.json.write_text(json.dumps(summary, indent=1) + "\n")
+        args.json.write_text(json.dumps(summary_json(results, ms), indent=1) + "\n")
     return 0
 
 

@@ -25,6 +25,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from l3.layout import Layout
 from l3.mapping import Mapping, dump_mapping, with_names
 from l3.output import SourceCount, Summary, replace_output
 from l3.readers.common import EpisodeRef, check_read_through
+from l3.video import AUTO_MIN_CAP_DB, choose_pix_fmt
 from l3.writer import BackgroundWrites, EpisodeJob, EpisodeResult, MetaWriter, write_episode
 
 HDF5_SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -134,6 +136,26 @@ def _convert_one(item: tuple[EpisodeRef, EpisodeJob]) -> EpisodeResult:
     ref, job = item
     ep = l3_inputs.read_episode(ref, _W["plan"], task=job.tasks[0])
     return write_episode(_W["root"], _W["layout"], ep, job, _W.get("writes"))
+
+
+def choose_pix_fmts(plan: l3_inputs.Plan, first: EpisodeRef) -> tuple[dict[str, str], list[str]]:
+    """Each camera's pixel format: the mapping's ``video.pix_fmt``, or with ``auto`` :func:`l3.video.choose_pix_fmt` of
+    the camera's frames in ``first`` (the first episode written); with ``auto``, one line per camera saying which
+    and why."""
+    video, cameras = plan.layout.video, plan.layout.cameras
+    if video.pix_fmt != "auto" or not cameras:
+        return {c.key: video.pix_fmt for c in cameras}, []
+    ep = l3_inputs.read_episode(first, plan)
+    chosen, lines = {}, []
+    for c in cameras:
+        pix_fmt, cap = choose_pix_fmt(ep.cameras[c.key].chunks())
+        chosen[c.key] = pix_fmt
+        than = "at least" if pix_fmt == "yuv420p" else "below"
+        lines.append(
+            f"camera {c.key}: {pix_fmt}, crf {video.resolved(pix_fmt).crf} (video.pix_fmt auto: the first episode's "
+            f"frames read back from yuv420p at {cap:.1f} dB, {than} {AUTO_MIN_CAP_DB:g} dB)"
+        )
+    return chosen, lines
 
 
 CODEBASE_VERSIONS = (lay.CODEBASE_VERSION, v30.CODEBASE_VERSION)
@@ -403,6 +425,8 @@ def convert(
             raise UsageError("no episodes left to convert: every candidate was bad (see the skipped list)")
     else:
         episodes = candidates if max_episodes is None else candidates[:max_episodes]
+    pix_fmts, summary.videos = choose_pix_fmts(plan, episodes[0])
+    state["layout"] = layout = replace(layout, pix_fmts=pix_fmts)
 
     # 4. into a temporary folder beside the target: number the episodes, write each one once (in
     #    parallel, in order), meta/; then validate and rename into place

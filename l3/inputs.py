@@ -202,11 +202,12 @@ def plan(candidates: list[EpisodeRef], config: str | Path | Mapping | None) -> P
                     f"camera term must hold (H, W, 3) frames or JPEG rows, its rows are {row}",
                 )
             hw = tuple(row[:2])
-            if hw[0] % 2 or hw[1] % 2:
+            if (hw[0] % 2 or hw[1] % 2) and m.video.pix_fmt != "yuv444p":
                 raise InputError(
                     ref.file,
                     f"{ref.group}/{c.source}",
-                    f"camera frames are {hw[1]}x{hw[0]}: the H.264 videos (yuv420p) need an even width and height",
+                    f"camera frames are {hw[1]}x{hw[0]}: yuv420p videos need an even width and height "
+                    f"(video.pix_fmt {m.video.pix_fmt}; yuv444p takes any size)",
                 )
             if c.key in cams and cams[c.key] != hw:
                 other = next(f for f in mappings if f != fmt)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from l3.mapping import Mapping
+from l3.mapping import PIX_FMTS, Mapping, VideoOptions
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000
@@ -74,7 +74,9 @@ NEXT_FEATURES = {REWARD: "float32", DONE: "bool"}
 VIDEO_PREFIX = "observation.images."
 ANNOTATION_PREFIX = "annotation."
 VIDEO_NAMES = ("height", "width", "channels")
-VIDEO_CODEC, VIDEO_PIX_FMT = "h264", "yuv420p"
+VIDEO_CODEC = "h264"
+VIDEO_PIX_FMTS = PIX_FMTS
+"""What a video feature's ``video.pix_fmt`` may be; every MP4 of the feature is in the one it declares."""
 FLOAT_DTYPES = ("float32", "float64")
 VALID, INVALID = "valid", "invalid"
 """The tasks.jsonl entries the validity annotation points at."""
@@ -84,13 +86,13 @@ def video_key(camera: str) -> str:
     return f"{VIDEO_PREFIX}{camera}"
 
 
-def video_info(height: int, width: int, fps: int) -> dict[str, Any]:
+def video_info(height: int, width: int, fps: int, pix_fmt: str) -> dict[str, Any]:
     """info.json ``features.<video key>.info``."""
     return {
         "video.height": height,
         "video.width": width,
         "video.codec": VIDEO_CODEC,
-        "video.pix_fmt": VIDEO_PIX_FMT,
+        "video.pix_fmt": pix_fmt,
         "video.is_depth_map": False,
         "video.fps": fps,
         "video.channels": 3,
@@ -120,10 +122,12 @@ def float_features(features: dict[str, dict]) -> list[str]:
 
 @dataclass(frozen=True)
 class Layout:
-    """One dataset's description: a mapping with names filled in plus each camera's (H, W)."""
+    """One dataset's description: a mapping with names filled in plus each camera's (H, W) and pixel format."""
 
     mapping: Mapping
     camera_shapes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    pix_fmts: dict[str, str] = field(default_factory=dict)
+    """Each camera's pixel format (one of :data:`VIDEO_PIX_FMTS`): the mapping's, or what ``auto`` chose."""
 
     @property
     def fps(self) -> int:
@@ -150,7 +154,7 @@ class Layout:
                 "dtype": "video",
                 "shape": [h, w, 3],
                 "names": list(VIDEO_NAMES),
-                "info": video_info(h, w, self.fps),
+                "info": video_info(h, w, self.fps, self.pix_fmts[cam.key]),
             }
         scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
         f.update((col, scalar(dtype)) for col, dtype in INDEX_FEATURES.items())
@@ -208,6 +212,10 @@ class Layout:
             "video_path": VIDEO_PATH if cameras else None,
             "features": self.features(),
         }
+
+    def video_options(self, camera: str) -> VideoOptions:
+        """The encoder settings of ``camera``'s videos: its pixel format, its crf."""
+        return self.mapping.video.resolved(self.pix_fmts[camera])
 
     def data_path(self, index: int) -> str:
         return data_path(index)

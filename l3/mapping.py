@@ -147,17 +147,34 @@ class Camera:
     source: str
 
 
+PIX_FMTS = ("yuv420p", "yuv444p")
+"""The pixel formats a dataset's videos may be: 4:2:0 (what every H.264 decoder plays) and 4:4:4 (H.264's High 4:4:4
+Predictive profile: no chroma subsampling; what browsers do not play)."""
+PIX_FMT_CHOICES = ("auto", *PIX_FMTS)
+DEFAULT_CRF = {"yuv420p": 18, "yuv444p": 22}
+"""The crf of a mapping that sets none, by pixel format (with l3.video's ``tune=psnr``): yuv444p at crf 22 keeps >= 42
+dB mean PSNR through the readers on every shipped scene, where crf 18 would take 12-34 % more bytes for 1.0-2.9 dB
+more (docs/cameras.md#video-quality-per-scene)."""
+
+
 @dataclass(frozen=True)
 class VideoOptions:
     """H.264 encoder settings (also used by the benchmark's ffmpeg CLI baseline)."""
 
     codec: str = "libx264"
-    crf: int = 18
-    """18 (with l3.video's ``tune=psnr``): >= 40 dB mean PSNR through the readers on the Franka's plain scene, about
-    40 dB on its variety scene, where yuv420p itself allows little more; the SO-101's scenes stay below, capped by
-    yuv420p (docs/cameras.md#video-quality-per-scene)."""
+    crf: int | None = None
+    """None: :data:`DEFAULT_CRF` of each camera's pixel format."""
     preset: str = "medium"
     gop: int = 2
+    pix_fmt: str = "auto"
+    """One of :data:`PIX_FMT_CHOICES`. ``auto``: per camera, yuv420p where the frames' yuv420p itself (no encoder)
+    stays close enough to them for >= 40 dB through the readers, else yuv444p; chosen once per conversion from the
+    first episode written (:func:`l3.video.choose_pix_fmt`). yuv420p caps the SO-101's scenes at 33-37 dB (a yellow
+    arm on a green mat is colored edges all over; docs/cameras.md#video-quality-per-scene)."""
+
+    def resolved(self, pix_fmt: str) -> VideoOptions:
+        """These options for videos in ``pix_fmt`` (one of :data:`PIX_FMTS`), the crf filled in."""
+        return replace(self, pix_fmt=pix_fmt, crf=DEFAULT_CRF[pix_fmt] if self.crf is None else self.crf)
 
 
 @dataclass(frozen=True)
@@ -213,7 +230,7 @@ SLICE_KEYS = (
     "norm_mode",
     "limits",
 )
-VIDEO_KEYS = ("codec", "crf", "preset", "gop")
+VIDEO_KEYS = ("codec", "crf", "preset", "gop", "pix_fmt")
 MAX_CRF = 51
 """H.264's constant-rate-factor scale (8-bit video) runs from 0 (lossless) to 51."""
 
@@ -349,7 +366,7 @@ def _video_from_yaml(at: str, vid: Any) -> VideoOptions:
     if vid is None:
         return VideoOptions()
     if not isinstance(vid, dict):
-        raise ConfigError(f"{at}: expected {{codec: NAME, crf: N, preset: NAME, gop: N}}")
+        raise ConfigError(f"{at}: expected {{codec: NAME, crf: N, preset: NAME, gop: N, pix_fmt: auto}}")
     _unknown(at, vid, VIDEO_KEYS)
     for key in ("codec", "preset"):
         if key in vid and (not isinstance(vid[key], str) or not vid[key]):
@@ -362,6 +379,8 @@ def _video_from_yaml(at: str, vid: Any) -> VideoOptions:
         raise ConfigError(
             f"{at}.gop: expected an integer >= 1 (frames from one keyframe to the next), got {vid['gop']!r}"
         )
+    if "pix_fmt" in vid and vid["pix_fmt"] not in PIX_FMT_CHOICES:
+        raise ConfigError(f"{at}.pix_fmt: expected one of {', '.join(PIX_FMT_CHOICES)}, got {vid['pix_fmt']!r}")
     return VideoOptions(**vid)
 
 
@@ -473,7 +492,9 @@ def mapping_to_dict(m: Mapping) -> dict:
     out["action"] = {s.key: sl(s) for s in m.action}
     out["cameras"] = {c.key: c.source for c in m.cameras}
     out["annotations"] = dict(m.annotations)
-    out["video"] = {"codec": m.video.codec, "crf": m.video.crf, "preset": m.video.preset, "gop": m.video.gop}
+    v = m.video
+    out["video"] = {"codec": v.codec, **({"crf": v.crf} if v.crf is not None else {}), "preset": v.preset, "gop": v.gop}
+    out["video"]["pix_fmt"] = v.pix_fmt
     if m.inputs:
         out["inputs"] = {
             fmt: {k: v for k, v in mapping_to_dict(sub).items() if k in ("state", "action", "cameras")}

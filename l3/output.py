@@ -35,6 +35,8 @@ class Summary:
     per_source: dict[str, SourceCount] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    videos: list[str] = field(default_factory=list)
+    """With ``video.pix_fmt: auto``, one line per camera: the pixel format chosen and why."""
     mapping: str | None = None
     """Where in the dataset the inferred mapping was written (no mapping given), relative to ``output``."""
     unnamed: str | None = None
@@ -73,6 +75,7 @@ class Summary:
             f"output {self.output}: {self.episodes} episodes, {self.frames} frames, "
             f"{self.nbytes / 1e6:.1f} MB, {self.seconds:.1f} s ({rate:.0f} frames/s)"
         )
+        lines += self.videos
         if self.mapping is not None:
             lines.append(f"mapping (inferred) {self.output / self.mapping}: edit it and convert again with --config")
         if self.unnamed is not None:

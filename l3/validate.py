@@ -147,8 +147,12 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
             c.bad(layout.INFO_PATH, f"features.{key}.names must be {list(layout.VIDEO_NAMES)}")
         if not key.startswith(layout.VIDEO_PREFIX):
             c.bad(layout.INFO_PATH, f"features.{key}: video keys must be {layout.VIDEO_PREFIX}<camera>")
-        # the size is checked against the shape below
-        for k2, want in layout.video_info(vi.get("video.height"), vi.get("video.width"), fps).items():
+        pix_fmt = vi.get("video.pix_fmt")
+        if pix_fmt not in layout.VIDEO_PIX_FMTS:
+            want = " or ".join(layout.VIDEO_PIX_FMTS)
+            c.bad(layout.INFO_PATH, f"features.{key}.info.video.pix_fmt is {pix_fmt!r}, expected {want}")
+        # the size is checked against the shape below, the pixel format above
+        for k2, want in layout.video_info(vi.get("video.height"), vi.get("video.width"), fps, pix_fmt).items():
             if vi.get(k2) != want:
                 c.bad(layout.INFO_PATH, f"features.{key}.info.{k2} is {vi.get(k2)!r}, expected {want!r}")
         if [vi.get("video.height"), vi.get("video.width"), 3] != f.get("shape"):
@@ -186,7 +190,7 @@ def validate(root: str | Path, deep: bool = True) -> list[Violation]:
         _check_parquet(c, rel, k, length, offset, fps, features, task_ids, deep)
         for key in videos:
             vrel = layout.video_path(k, key, info["chunks_size"], info["video_path"])
-            _check_video(c, vrel, length, fps, features[key]["shape"])
+            _check_video(c, vrel, length, fps, features[key])
         offset += length
     return c.out
 
@@ -388,9 +392,11 @@ def _check_footer(
     return True
 
 
-def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) -> None:
+def _check_video(c: _Checker, rel: str, length: int, fps: float, feature: dict) -> None:
+    """One MP4 against its feature in info.json: codec, declared pixel format, size, frames and their times."""
     from l3.video import probe
 
+    shape, pix_fmt = feature["shape"], (feature.get("info") or {}).get("video.pix_fmt")
     p = c.root / rel
     if not p.is_file():
         c.bad(rel, "missing")
@@ -400,8 +406,8 @@ def _check_video(c: _Checker, rel: str, length: int, fps: float, shape: list) ->
     except Exception as e:  # noqa: BLE001
         c.bad(rel, f"unreadable video ({e})")
         return
-    if v["codec"] != layout.VIDEO_CODEC or v["pix_fmt"] != layout.VIDEO_PIX_FMT:
-        c.bad(rel, f"{v['codec']}/{v['pix_fmt']}, expected {layout.VIDEO_CODEC}/{layout.VIDEO_PIX_FMT}")
+    if v["codec"] != layout.VIDEO_CODEC or v["pix_fmt"] != pix_fmt:
+        c.bad(rel, f"{v['codec']}/{v['pix_fmt']}, expected {layout.VIDEO_CODEC}/{pix_fmt} (info.json's video.pix_fmt)")
     if [v["height"], v["width"], 3] != list(shape):
         c.bad(rel, f"frames {v['height']}x{v['width']}, info.json says {shape[0]}x{shape[1]}")
     if v["frames"] != length:

@@ -256,7 +256,7 @@ def write_episode(
             vpath = root / layout.video_path(i, cam.key)
             vpath.parent.mkdir(parents=True, exist_ok=True)
             pix = st.PixelStats()
-            n = encode(vpath, ep.cameras[cam.key].chunks(), fps, m.video, pix)
+            n = encode(vpath, ep.cameras[cam.key].chunks(), fps, layout.video_options(cam.key), pix)
             if n != T:
                 raise ValueError(f"camera {cam.key}: encoded {n} frames for {T} rows")
             stats[lay.video_key(cam.key)] = pix.to_json(n)

@@ -268,9 +268,8 @@ def variety_run(tmp_path_factory) -> Path:
 
 
 def test_variety_frames_become_videos_at_40_db_per_camera(variety_run, tmp_path):
-    """The variety scene's colored cubes and mats are where yuv420p loses most: through the decoder each camera of
-    this recording keeps >= 40 dB mean PSNR (41.0 / 40.6 dB). Not a bound for every recording: the one of
-    bench/video_quality.py (seed 3) comes to 39.8 / 39.5 dB, about what yuv420p allows there at all
+    """The variety scene's colored cubes and mats are where yuv420p loses most (its cap there is 40-42 dB, below what
+    video.pix_fmt auto keeps yuv420p for): through the decoder each camera keeps >= 40 dB mean PSNR
     (docs/cameras.md#video-quality-per-scene)."""
     out = tmp_path / "ds"
     convert([str(variety_run)], out, config=REPO / "config" / "lift_cube.yaml", log=lambda m: None)

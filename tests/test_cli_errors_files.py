@@ -376,6 +376,10 @@ def test_finite_float_takes_any_finite_number() -> None:
         (b"state: {a: obs/a}\naction: {b: actions}\ninputs: {l2: {fps: 5}}\n", "inputs.l2: only state"),
         (b"state: {a: obs/a}\naction: {b: actions}\ninputs: {l2: {state: {a: 5}}}\n", "inputs.l2.state.a"),
         (b"state: {a: obs/a}\naction: {b: actions}\nvideo: {gop: 1.5}\n", "video.gop: expected an integer"),
+        (
+            b"state: {a: obs/a}\naction: {b: actions}\nvideo: {pix_fmt: yuv422p}\n",
+            "video.pix_fmt: expected one of auto",
+        ),
     ],
 )
 def test_load_mapping_names_the_file_and_key(tmp_path: Path, content: bytes, says: str) -> None:

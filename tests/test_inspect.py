@@ -8,6 +8,7 @@ and a screenshot of each page must not be blank.
 from __future__ import annotations
 
 import html
+import json
 import re
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from l3_fixtures import CAMERAS, make_l2_file
 from PIL import Image
 
 from l2.tools.report import ValueSample
+from l3 import layout
 from l3.convert import convert
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,6 +113,11 @@ def test_l3_report_opens_in_chromium(l3_dataset, tmp_path):
     assert "<td>object_position</td><td class='n'>9</td><td class='n'>12</td><td>object_x, object_y, object_z" in text
     assert "<td>observation.state</td><td>panda_joint1</td>" in text  # stats.json rows named per dimension
     assert "<th>l3.validate --fast</th><td>ok</td>" in text
+    # the fixture's frames are what yuv420p caps, so its videos are yuv444p, which browsers do not play: the report
+    # shows frame strips (PNG) decoded with PyAV, never the videos themselves
+    info = json.loads((l3_dataset / layout.INFO_PATH).read_text())
+    assert {f["info"]["video.pix_fmt"] for f in info["features"].values() if f["dtype"] == "video"} == {"yuv444p"}
+    assert "<video" not in text
     check_in_browser(out, 7)
 
 

@@ -55,7 +55,7 @@ def assert_card(root: Path, tasks: list[str], episodes: list[dict], command: str
     for key, f in info["features"].items():
         if f["dtype"] == "video":
             h, w = f["shape"][:2]
-            assert f"| `{key}` | {w}x{h} | {info['fps']} | h264 | yuv420p |" in body
+            assert f"| `{key}` | {w}x{h} | {info['fps']} | h264 | {f['info']['video.pix_fmt']} |" in body
     for k, text in enumerate(tasks):
         escaped = card.MARKDOWN_SPECIAL.sub(r"\\\1", text)
         assert f"| {k} | {escaped} |" in body
@@ -97,7 +97,8 @@ def test_v21_card_states_the_dataset_and_the_command(converted):
     assert front["license"] == "cc-by-4.0" and front["tags"] == ["LeRobot", "gr00t", "franka_panda"]
     assert "\n## Robot\n\n`franka_panda`\n" in body and "7 episodes" in body
     for cam in CAMERAS:
-        assert f"| `observation.images.{cam}` | {CAM_W}x{CAM_H} | 50 | h264 | yuv420p |" in body
+        # the fixture's frames (sharp colored edges) are what yuv420p caps: pix_fmt auto takes yuv444p
+        assert f"| `observation.images.{cam}` | {CAM_W}x{CAM_H} | 50 | h264 | yuv444p |" in body
     for key in ("state.joint_pos", "state.object_position", "action.ee_pose", "action.gripper"):
         assert f"| `{key}` |" in body
     assert "| `action.ee_pose` | `action[0:7]` | x, y, z, qx, qy, qz, qw | absolute |" in body

@@ -11,7 +11,8 @@ class VideoSink:
     def __init__(self, folder: Path, count: int, fps: int):
         from l3.mapping import VideoOptions
 
-        self.folder, self.count, self.fps, self.opts = folder, count, fps, VideoOptions()
+        # yuv420p: videos to watch, which every player and browser plays (not H.264's High 4:4:4)
+        self.folder, self.count, self.fps, self.opts = folder, count, fps, VideoOptions(pix_fmt="yuv420p")
         self.open: dict[int, dict] = {}  # env -> {camera: encoder}
         self.written: list[str] = []
 

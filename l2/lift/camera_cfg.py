@@ -27,7 +27,7 @@ from isaaclab_tasks.utils.presets import MultiBackendRendererCfg
 CAMERA_HEIGHT = 224
 CAMERA_WIDTH = 224
 """Default image size (px). Change one camera with ``env.scene.table_cam.height=H env.scene.table_cam.width=W``
-(even sizes: the GR00T videos are yuv420p)."""
+(even sizes: yuv420p GR00T videos need them)."""
 NO_CAMERAS = "no_cameras"
 """Name of the preset that turns the cameras off: ``presets=no_cameras``."""
 
