@@ -43,8 +43,8 @@ fi
 n=$("$PY" -c "import h5py, sys; print(len(h5py.File(sys.argv[1], 'r')['data']))" "$DEMOS")
 THIS_RUN=$(seq -f "demo_%g" $(( n - ${NUM_DEMOS:-4} )) $(( n - 1 )) | tr '\n' ' ')
 echo "== 1c/5 collect: Isaac Lab Mimic generates MIMIC_DEMOS (${MIMIC_DEMOS:-2}) demos from this run's scripted ones"
-# docs/stack.md: on the stack Mimic's generation rarely succeeds yet, so its attempts are bounded and a run without a
-# generated demo goes on
+# docs/stack.md: on the stack about one generated attempt in six succeeds, so the attempts are bounded and a run
+# without a generated demo goes on
 "$PY" -m l2.mimic --task L2-Stack-Cube-SO101-Mimic-v0 --input "$DEMOS" --demos $THIS_RUN \
   --num_demos "${MIMIC_DEMOS:-2}" --num_envs "${MIMIC_DEMOS:-2}" --max_attempts "${MIMIC_ATTEMPTS:-4}" \
   --output "$MIMIC" $([ -f "$MIMIC" ] && echo --append) || echo "   (no Mimic demo this run)"

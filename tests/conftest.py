@@ -38,6 +38,14 @@ def run_scripted(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPTED_RUN), *args], capture_output=True, text=True, timeout=900)
 
 
+def run_ok(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    """``python *args`` from the repository root in its own process, which must exit 0 (its output's tail shown
+    otherwise)."""
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
 def refused_in_one_line(proc: subprocess.CompletedProcess, *naming: str, status: int = 2) -> str:
     """A command that refused as every command promises (docs/cli.md): exit ``status``, stderr exactly one non-empty
     line, that line starting ``error:`` (``<prog>: error:`` for a bad argument, argparse's form) and holding each of

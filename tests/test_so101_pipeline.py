@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_ok
 
 pytestmark = pytest.mark.sim
 
@@ -23,10 +23,8 @@ DEMOS = 2
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=1800, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+def run_long(*args: str) -> subprocess.CompletedProcess:
+    return run_ok(*args, timeout=1800)
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +32,9 @@ def pipeline(tmp_path_factory):
     root = tmp_path_factory.mktemp("so101")
     demos = root / "scripted_lift_cube_so101.hdf5"
     dataset = root / "so101_gr00t"
-    _run("l2/scripted/run.py", "--task", f"{TASK}-Scripted", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
+    run_long("l2/scripted/run.py", "--task", f"{TASK}-Scripted", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
          "--workers", "1", "--output", str(demos), "--overwrite")  # fmt: skip
-    _run("l3/convert.py", str(demos), "--config", str(CONFIG), "--output", str(dataset))
+    run_long("l3/convert.py", str(demos), "--config", str(CONFIG), "--output", str(dataset))
     return demos, dataset
 
 
@@ -53,7 +51,7 @@ def _count(line_start: str, text: str) -> int:
 
 def test_replay_reproduces_the_scripted_demos(pipeline):
     demos, _ = pipeline
-    proc = _run("-m", "l2.replay", str(demos), "--num_envs", str(DEMOS), "--min-rate", "0.5")
+    proc = run_long("-m", "l2.replay", str(demos), "--num_envs", str(DEMOS), "--min-rate", "0.5")
     assert _count("reproduced", proc.stdout) >= 1, proc.stdout[-2000:]
 
 
@@ -83,7 +81,7 @@ def test_the_dataset_is_so101_follower_shaped_with_gr00t_so100_keys(pipeline):
 
 def test_the_datasets_actions_served_over_the_gr00t_protocol_lift_the_cube_again(pipeline):
     demos, dataset = pipeline
-    proc = _run(
+    proc = run_long(
         "-m", "l2.evaluate", "--policy", f"replay:{dataset}", "--reset-from", str(demos), "--task", TASK,
         "--config", str(CONFIG), "--episodes", str(DEMOS), "--num_envs", str(DEMOS),
     )  # fmt: skip
@@ -94,7 +92,7 @@ def test_the_datasets_actions_served_over_the_gr00t_protocol_lift_the_cube_again
 def rl_demos(tmp_path_factory):
     """Two rollouts of the shipped SO-101 RL policy (the default of ``--task ...-Rel``), both cameras."""
     out = tmp_path_factory.mktemp("so101_rl") / "rl_lift_cube_so101.hdf5"
-    proc = _run("l2/rl/rollout.py", "--task", f"{TASK}-Rel", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
+    proc = run_long("l2/rl/rollout.py", "--task", f"{TASK}-Rel", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
                 "--max_attempts", str(2 * DEMOS), "--workers", "1", "--seed", "0", "--output", str(out))  # fmt: skip
     assert "validator        valid" in proc.stdout
     return out
@@ -121,7 +119,7 @@ def test_rl_rollouts_record_the_six_joint_targets_and_both_cameras(rl_demos):
 
 
 def test_rl_rollouts_replay_in_the_joint_position_task(rl_demos):
-    proc = _run("-m", "l2.replay", str(rl_demos), "--num_envs", str(DEMOS), "--min-rate", "0.5")
+    proc = run_long("-m", "l2.replay", str(rl_demos), "--num_envs", str(DEMOS), "--min-rate", "0.5")
     assert _count("reproduced", proc.stdout) >= 1, proc.stdout[-2000:]
 
 
@@ -131,9 +129,9 @@ def test_mimic_generates_new_lifts_from_scripted_demos_that_replay(tmp_path):
     import h5py
 
     src, out = tmp_path / "scripted_lift_cube_so101.hdf5", tmp_path / "mimic_lift_cube_so101.hdf5"
-    _run("l2/scripted/run.py", "--task", f"{TASK}-Scripted", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
+    run_long("l2/scripted/run.py", "--task", f"{TASK}-Scripted", "--num_envs", str(DEMOS), "--num_demos", str(DEMOS),
          "--workers", "1", "--output", str(src), "presets=no_cameras")  # fmt: skip
-    proc = _run("-m", "l2.mimic", "--task", f"{TASK}-Mimic", "--input", str(src), "--demos", "demo_0", "demo_1",
+    proc = run_long("-m", "l2.mimic", "--task", f"{TASK}-Mimic", "--input", str(src), "--demos", "demo_0", "demo_1",
                 "--num_demos", str(DEMOS), "--num_envs", str(DEMOS), "--workers", "1", "--output", str(out),
                 "presets=no_cameras")  # fmt: skip
     assert f"demos written    {DEMOS}" in proc.stdout and "validator        valid" in proc.stdout, proc.stdout[-2000:]
@@ -147,5 +145,5 @@ def test_mimic_generates_new_lifts_from_scripted_demos_that_replay(tmp_path):
             cube = demo["obs/object_position"][0]
             assert min(np.linalg.norm(cube[:2] - s[:2]) for s in sources) > 1e-3  # a new scene, not a copy
             assert set(np.unique(demo["actions"][:, 5])) <= {np.float32(0.1), np.float32(1.0)}  # the jaw's targets
-    replay = _run("-m", "l2.replay", str(out), "--num_envs", str(DEMOS))
+    replay = run_long("-m", "l2.replay", str(out), "--num_envs", str(DEMOS))
     assert _count("reproduced", replay.stdout) == DEMOS, replay.stdout[-2000:]

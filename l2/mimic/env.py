@@ -17,7 +17,7 @@ from isaaclab.managers import SceneEntityCfg
 from isaaclab.utils import math as math_utils
 
 from l2.lift import mdp
-from l2.recording.task_space import TaskSpaceDriver, ik_command_pose
+from l2.recording.task_space import TaskSpaceDriver, fold_yaw, ik_command_pose, yaw_of
 
 SUBTASK_GROUP = "subtask_terms"
 """The observation group of the subtask signals (Isaac Lab's Mimic tasks' name)."""
@@ -26,7 +26,10 @@ SUBTASK_GROUP = "subtask_terms"
 class TaskSpaceMimicEnv(ManagerBasedRLMimicEnv):
     """Mimic wrapper of a task with one end effector (the cfg's ``eef_name``), its rigid objects and the subtask
     signals of its ``subtask_terms`` group (the lift's cube and ``grasp``; the stack's cubes, ``grasp_1``,
-    ``stack_1``, ``grasp_2``)."""
+    ``stack_1``, ``grasp_2``). Optional cfg fields: ``object_yaw_periods`` (:meth:`get_object_poses`) and, for a
+    joint-position task, ``max_joint_step`` (rad): a target pose whose IK step would move a joint farther in one
+    step is approached at that rate (a moved segment can ask for a pose the IK reaches only by a jump of its
+    solution, which throws a held object)."""
 
     _driver: TaskSpaceDriver | None = None
 
@@ -62,7 +65,8 @@ class TaskSpaceMimicEnv(ManagerBasedRLMimicEnv):
             pos = pos + action_noise_dict[self.cfg.eef_name] * torch.randn_like(pos)
         pose = torch.cat([pos, math_utils.normalize(math_utils.quat_from_matrix(rot))], dim=-1)
         if not self.task_space.passthrough:  # the IK runs for every env; env_id's row is this env's targets
-            pose = self.task_space.arm_action(pose.expand(self.num_envs, -1))[env_id]
+            max_step = getattr(self.cfg, "max_joint_step", None)
+            pose = self.task_space.arm_action(pose.expand(self.num_envs, -1), max_step)[env_id]
         return torch.cat([pose, gripper_action_dict[self.cfg.eef_name]], dim=-1).unsqueeze(0)
 
     def action_to_target_eef_pose(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -82,12 +86,21 @@ class TaskSpaceMimicEnv(ManagerBasedRLMimicEnv):
 
     def get_object_poses(self, env_ids: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
         """Every rigid object's pose in the robot root frame, the frame of the end-effector poses (Isaac Lab's
-        default is the env frame)."""
+        default is the env frame). An object the cfg's ``object_yaw_periods`` names (symmetric about the vertical,
+        at rest: a cube's period is pi/2) is given upright, with the one of its equivalent yaws nearest the heading
+        from the robot to it: a segment moved with it then turns by the change of heading plus less than one
+        period, which a 5-joint arm, whose jaws tilt only in its own vertical plane, can follow."""
         ids = slice(None) if env_ids is None else env_ids
+        periods = getattr(self.cfg, "object_yaw_periods", {})
         poses = {}
         for name in self.scene.rigid_objects:
             pose = mdp.object_pose_in_robot_root_frame(self, object_cfg=SceneEntityCfg(name))[ids]
-            poses[name] = math_utils.make_pose(pose[:, :3], math_utils.matrix_from_quat(pose[:, 3:]))
+            pos, quat = pose[:, :3], pose[:, 3:]
+            if name in periods:
+                heading = torch.atan2(pos[:, 1], pos[:, 0])
+                yaw = fold_yaw(yaw_of(quat), heading, periods[name])
+                quat = math_utils.quat_from_angle_axis(yaw, torch.tensor([0.0, 0.0, 1.0], device=pos.device))
+            poses[name] = math_utils.make_pose(pos, math_utils.matrix_from_quat(quat))
         return poses
 
     def get_subtask_term_signals(self, env_ids: Sequence[int] | None = None) -> dict[str, torch.Tensor]:

@@ -1,11 +1,11 @@
-"""Generate lift-cube demos with Isaac Lab Mimic from a few source demos (``python -m l2.mimic``).
+"""Generate demos with Isaac Lab Mimic from a few source demos of a task (``python -m l2.mimic``).
 
-Kit-less on the CPU like every other source. Two steps in one process and one env: (1) annotate: each
-source demo is replayed from its initial state and Mimic's ``datagen_info`` (end-effector, cube and
-target poses, the ``grasp`` subtask signal) is recorded automatically; (2) generate: Isaac Lab Mimic's
-``DataGenerator`` cuts the demos into the subtasks grasp and lift, moves each segment with the cube's
-new pose, stitches them with interpolation and runs them in the env; the successful ones are written in
-the L2 schema (the same obs, cameras and actions as the scripted source), exactly ``--num_demos``.
+Kit-less on the CPU like every other source. Two steps in one process: (1) annotate: the source demos are replayed
+from their initial states, one per env, and Mimic's ``datagen_info`` (end-effector, object and target poses, the
+task's subtask signals) is recorded automatically; (2) generate: Isaac Lab Mimic's ``DataGenerator`` cuts the demos
+into the task's subtasks (the lift: grasp, then lift; the SO-101 stack: four), moves each segment with its object's
+new pose, stitches them with interpolation and runs them in the env; the successful ones are written in the L2
+schema (the same obs, cameras and actions as the source), exactly ``--num_demos``.
 
 Examples::
 
@@ -13,6 +13,8 @@ Examples::
     python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --demos demo_0 demo_1 demo_2 --num_demos 100
     python -m l2.mimic --input data/demos/teleop_lift_cube.hdf5 --output data/demos/mimic_teleop_lift_cube.hdf5
     python -m l2.mimic --input data/demos/scripted_lift_cube.hdf5 --num_demos 10 presets=no_cameras --overwrite
+    python -m l2.mimic --task L2-Stack-Cube-SO101-Mimic-v0 --input data/demos/scripted_stack_cube_so101.hdf5 \
+        --demos demo_0 demo_1 demo_2 demo_3 demo_4 --num_demos 20 presets=no_cameras
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "a generated attempt that lags behind ends still rising; default: %(default)s)",
     )
     sim.add_sim_args(parser, num_envs=4, task=DEFAULT_TASK)
-    cli.add_output_args(parser, default_output="data/demos/mimic_lift_cube.hdf5", num_demos=10, workers=True)
+    cli.add_output_args(parser, source="mimic", num_demos=10, workers=True)
     parser.add_argument(
         "--max_attempts",
         type=cli_args.positive_int,
@@ -166,15 +168,16 @@ def run_generation(env, annotated: str, success_term, num_demos: int, max_attemp
     each attempt exported through the env's recorder; stops once ``num_demos`` are written or after
     ``max_attempts`` attempts. Returns :class:`l2.recording.collect.CollectionStats`."""
     import torch
-    from isaaclab_mimic.datagen import DataGenerator, DataGenInfoPool
+    from isaaclab_mimic.datagen import DataGenInfoPool
     from tqdm import tqdm
 
+    from l2.mimic.generator import JoiningDataGenerator
     from l2.recording.collect import CollectionStats, stop_after_step
     from l2.recording.handler import dataset_handler
 
     pool = DataGenInfoPool(env, env.cfg, env.device)
     pool.load_from_dataset_file(annotated)
-    generator = DataGenerator(env=env, src_demo_datagen_info_pool=pool)
+    generator = JoiningDataGenerator(env=env, src_demo_datagen_info_pool=pool)
     handler = dataset_handler(env)
     stats = CollectionStats(in_file_before=handler.get_num_episodes())
     loop = asyncio.new_event_loop()

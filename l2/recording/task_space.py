@@ -12,12 +12,28 @@ what the env records.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
 
 if TYPE_CHECKING:
     from isaaclab.envs import ManagerBasedRLEnv
+
+
+def yaw_of(quat: torch.Tensor) -> torch.Tensor:
+    """The heading (rad) of scalar-last quaternions ``(N, 4)``."""
+    from isaaclab.utils.math import euler_xyz_from_quat, wrap_to_pi
+
+    return wrap_to_pi(euler_xyz_from_quat(quat)[2])
+
+
+def fold_yaw(yaw: torch.Tensor, reference: torch.Tensor | float = 0.0, period: float = math.pi / 2) -> torch.Tensor:
+    """``yaw`` plus the multiple of ``period`` (a square cube's 90 deg) that brings it within half a period of
+    ``reference``."""
+    from isaaclab.utils.math import wrap_to_pi
+
+    return reference + torch.remainder(wrap_to_pi(yaw - reference) + period / 2, period) - period / 2
 
 
 def shadow_ik_term(env: ManagerBasedRLEnv):
@@ -122,10 +138,14 @@ class TaskSpaceDriver:
         limits = ik._asset.data.soft_joint_pos_limits.torch[:, ik._joint_ids]
         return torch.maximum(torch.minimum(target, limits[..., 1]), limits[..., 0])
 
-    def arm_action(self, pose: torch.Tensor) -> torch.Tensor:
+    def arm_action(self, pose: torch.Tensor, max_step: float | None = None) -> torch.Tensor:
         """:meth:`arm_targets` in the arm action's units: ``(q* - q) / scale`` for relative joint positions,
-        ``(q* - offset) / scale`` for absolute ones."""
+        ``(q* - offset) / scale`` for absolute ones; ``max_step`` (rad): each target at most this far from the
+        measured joint."""
         target = self.arm_targets(pose)
+        if max_step is not None:
+            joints = self.ik._asset.data.joint_pos.torch[:, self.ik._joint_ids]
+            target = joints + (target - joints).clamp(-max_step, max_step)
         offset = self.ik._asset.data.joint_pos.torch[:, self.ik._joint_ids] if self.relative else self.arm._offset
         return (target - offset) / self.arm._scale
 

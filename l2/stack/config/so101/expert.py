@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 import torch
 from isaaclab.managers import SceneEntityCfg
-from isaaclab.utils.math import euler_xyz_from_quat, quat_apply, quat_from_angle_axis, quat_mul, wrap_to_pi
+from isaaclab.utils.math import quat_apply, quat_from_angle_axis, quat_mul, wrap_to_pi
 
+from l2.recording.task_space import fold_yaw, yaw_of
 from l2.scripted.state_machine import step_toward
 
 if TYPE_CHECKING:
@@ -114,17 +115,6 @@ class StackExpertCfg:
     tilt_per_height: float = 450.0
     """Forward tilt (deg) per metre above the highest straight-down pose."""
     max_tilt: float = 40.0
-
-
-def fold_yaw(yaw: torch.Tensor, reference: torch.Tensor | float = 0.0, period: float = math.pi / 2) -> torch.Tensor:
-    """``yaw`` plus the multiple of ``period`` (a square cube's 90 deg) that brings it within half a period of
-    ``reference``."""
-    return reference + torch.remainder(wrap_to_pi(yaw - reference) + period / 2, period) - period / 2
-
-
-def yaw_of(quat: torch.Tensor) -> torch.Tensor:
-    """The heading (rad) of scalar-last quaternions ``(N, 4)``."""
-    return wrap_to_pi(euler_xyz_from_quat(quat)[2])
 
 
 def interp(x: torch.Tensor, xs: Sequence[float], ys: Sequence[float]) -> torch.Tensor:

@@ -25,6 +25,9 @@ The observations, actions, events, terminations and subtask terms are the task's
 
 from __future__ import annotations
 
+import copy
+import math
+
 import isaaclab.sim as sim_utils
 from isaaclab.assets import AssetBaseCfg, RigidObjectCfg
 from isaaclab.envs.mimic_env_cfg import MimicEnvCfg, SubTaskConfig
@@ -230,15 +233,23 @@ class So101StackSubtaskTermsCfg(ObsGroup):
         self.concatenate_terms = False
 
 
-MIMIC_INTERPOLATION_STEPS = 20
+MIMIC_INTERPOLATION_STEPS = 30
 """Steps (1 s) from one subtask's last pose to the next one's first: at Isaac Lab's 5 the held cube is thrown
 out of the SO-101's 1 N m jaw by the jump to the next segment."""
 
+MIMIC_FIXED_STEPS = 6
+"""Steps the interpolation's end is held before the next subtask's segment starts: the arm comes to rest there, where
+a segment that starts back the other way threw the held cube out of the jaw."""
+
+MIMIC_ORIENTATION_WEIGHT = 0.1
+"""The pose IK's orientation weight while Mimic drives (the sources': 0.5). A moved segment's orientation can be one
+the 5-joint arm cannot take; at 0.5 the IK gave centimetres of position for it, here millimetres."""
+
 MIMIC_SUBTASKS = (
-    ("cube_2", "grasp_1", "Grasp the red cube"),
-    ("cube_1", "stack_1", "Stack the red cube on the blue cube"),
-    ("cube_3", "grasp_2", "Grasp the green cube"),
-    ("cube_2", None, "Stack the green cube on the red cube"),
+    ("cube_2", "grasp_1", (30, 34), "Grasp the red cube"),
+    ("cube_1", "stack_1", (22, 26), "Stack the red cube on the blue cube"),
+    ("cube_3", "grasp_2", (38, 42), "Grasp the green cube"),
+    ("cube_2", None, (0, 0), "Stack the green cube on the red cube"),
 )
 """Isaac Lab's Franka stack Mimic subtasks, which the SO-101 stack's ``subtask_terms`` are made for: each segment
 is replayed relative to its object (``object_ref``), and ends where the task's own signal first rises."""
@@ -254,9 +265,20 @@ class So101StackMimicEnvCfg(So101StackScriptedEnvCfg, MimicEnvCfg):
     eef_name: str = "so101"
     action_noise: float = 0.002
     """Noise (m, std) on each generated target position."""
+    join_segments_at_nearest: bool = True
+    """Each later subtask's segment joined where it passes nearest the end effector (``l2/mimic/generator.py``)."""
+    max_joint_step: float = 0.15
+    """Joint targets at most this far (rad) from the measured joints per step (3 rad/s): where a moved segment's
+    pose flipped the IK's solution, shoulder_lift jumped up to 1.3 rad in one step and threw the held cube."""
+    object_yaw_periods: dict[str, float] = {cube: math.pi / 2 for cube in ("cube_1", "cube_2", "cube_3")}
+    """The cubes as Mimic sees them: upright, their yaw the one of a cube's four nearest the arm's heading
+    (``l2/mimic/env.py``). With their own yaws (±1 rad at reset) a moved segment turned the tilted jaws out of the
+    arm's plane; the pose IK then gave up centimetres of position for orientation, and placements missed."""
 
     def __post_init__(self):
         super().__post_init__()
+        self.ik_arm_action = copy.deepcopy(self.ik_arm_action)
+        self.ik_arm_action.controller.orientation_weight = MIMIC_ORIENTATION_WEIGHT
         self.observations.subtask_terms = So101StackSubtaskTermsCfg()
         config = self.datagen_config
         config.name = "stack_cube_so101_mimic"
@@ -269,14 +291,14 @@ class So101StackMimicEnvCfg(So101StackScriptedEnvCfg, MimicEnvCfg):
             SubTaskConfig(
                 object_ref=obj,
                 subtask_term_signal=signal,
-                subtask_term_offset_range=(10, 20) if signal else (0, 0),
-                selection_strategy="nearest_neighbor_object",
-                selection_strategy_kwargs={"nn_k": 3},
+                subtask_term_offset_range=offsets,
+                selection_strategy="nearest_neighbor_object" if i == 0 else "nearest_neighbor_robot_distance",
+                selection_strategy_kwargs={"nn_k": 3} if i == 0 else {"nn_k": 3, "rot_weight": 0.1},
                 action_noise=self.action_noise,
                 num_interpolation_steps=MIMIC_INTERPOLATION_STEPS,
-                num_fixed_steps=0,
+                num_fixed_steps=MIMIC_FIXED_STEPS,
                 apply_noise_during_interpolation=False,
                 description=description,
             )
-            for obj, signal, description in MIMIC_SUBTASKS
+            for i, (obj, signal, offsets, description) in enumerate(MIMIC_SUBTASKS)
         ]
