@@ -37,13 +37,9 @@ class Annotation:
     replay_success: bool
 
 
-def _stack_states(states: list[dict], n: int) -> dict:
-    """Recorded ``initial_state`` s (leading dim 1) stacked one per env, the last repeated up to ``n`` envs."""
-    states = states + [states[-1]] * (n - len(states))
-    return {
-        k: _stack_states([s[k] for s in states], n) if isinstance(v, dict) else torch.cat([s[k] for s in states])
-        for k, v in states[0].items()
-    }
+def _repeat(state: dict, n: int) -> dict:
+    """A recorded ``initial_state`` (leading dim 1) repeated for ``n`` envs."""
+    return {k: _repeat(v, n) if isinstance(v, dict) else v.repeat(n, *([1] * (v.dim() - 1))) for k, v in state.items()}
 
 
 def held(actions: torch.Tensor, hold_steps: int) -> torch.Tensor:
@@ -56,38 +52,28 @@ def _stacked(frames: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 
 
 def replay(
-    env: TaskSpaceMimicEnv, episodes: list[EpisodeData], success_term: TerminationTermCfg, hold_steps: int = 0
-) -> list[tuple[dict, bool]]:
-    """Replay up to ``num_envs`` demos at once, demo ``i`` in env ``i`` from its initial state (its actions, the
-    last one ``hold_steps`` more times, then held while the longer ones go on); per demo its ``datagen_info`` and
-    whether the success term held at one of its steps. The envs do not interact: a demo replays as it would alone."""
-    actions = [held(e.data[schema.ACTIONS].to(env.device), hold_steps) for e in episodes]
-    lengths = [len(a) for a in actions]
-    padded = torch.stack([torch.cat([a, a[-1:].expand(max(lengths) - len(a), -1)]) for a in actions])
-    padded = torch.cat([padded, padded[-1:].expand(env.num_envs - len(episodes), -1, -1)])
+    env: TaskSpaceMimicEnv, episode: EpisodeData, success_term: TerminationTermCfg, hold_steps: int = 0
+) -> tuple[dict, bool]:
+    """Replay one demo's actions (the last one ``hold_steps`` more times) in every env from its initial
+    state; env 0's ``datagen_info`` and whether the success term held at some step."""
+    actions = held(episode.data[schema.ACTIONS].to(env.device), hold_steps)
     rec = env.recorder_manager
     rec.reset()  # nothing of the replay is exported as a demo
-    env.reset_to(_stack_states([e.data["initial_state"] for e in episodes], env.num_envs), None, is_relative=True)
+    env.reset_to(_repeat(episode.data["initial_state"], env.num_envs), None, is_relative=True)
     env.obs_buf = env.observation_manager.compute()  # reset_to leaves the observations of before
     info = {"eef_pose": [], "object_pose": [], "target_eef_pose": [], "subtask_term_signals": []}
-    success = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
-    running = torch.tensor(lengths + [0] * (env.num_envs - len(episodes)), device=env.device)
+    success = False
     eef = env.cfg.eef_name
-    for t in range(max(lengths)):
-        action = padded[:, t]
-        info["eef_pose"].append({eef: env.get_robot_eef_pose(eef)})
-        info["object_pose"].append(env.get_object_poses())
-        info["target_eef_pose"].append(env.action_to_target_eef_pose(action))
-        info["subtask_term_signals"].append({k: v.float() for k, v in env.get_subtask_term_signals().items()})
-        env.step(action)
-        success |= success_term.func(env, **success_term.params).bool() & (t < running)
+    for action in actions:
+        info["eef_pose"].append({eef: env.get_robot_eef_pose(eef)[0]})
+        info["object_pose"].append({k: v[0] for k, v in env.get_object_poses().items()})
+        info["target_eef_pose"].append({eef: env.action_to_target_eef_pose(action[None])[eef][0]})
+        info["subtask_term_signals"].append({k: v[0].float() for k, v in env.get_subtask_term_signals().items()})
+        env.step(action.expand(env.num_envs, -1))
+        success |= bool(success_term.func(env, **success_term.params)[0])
     rec.record_pre_reset(None, force_export_or_skip=False)  # closes the replay's camera spool episodes
     rec.reset()
-    out = []
-    for i, n in enumerate(lengths):
-        frames = {key: [{k: v[i] for k, v in frame.items()} for frame in steps[:n]] for key, steps in info.items()}
-        out.append(({key: _stacked(f) for key, f in frames.items()}, bool(success[i])))
-    return out
+    return {key: _stacked(frames) for key, frames in info.items()}, success
 
 
 def subtask_ends(env: TaskSpaceMimicEnv, signals: dict[str, torch.Tensor], where: str) -> dict[str, int]:
@@ -133,32 +119,26 @@ def annotate(
     out.create(output, env_name=env.cfg.env_name)
     done = []
     try:
-        for first in range(0, len(demos), env.num_envs):
-            names = demos[first : first + env.num_envs]
-            episodes = []
-            for name in names:
-                episode = src.load_episode(name, env.device)
-                if episode is None:
-                    raise AnnotationError(f"{source}:/data/{name}: no such demo")
-                episodes.append(episode)
-            for name, episode, (info, success) in zip(
-                names, episodes, replay(env, episodes, success_term, hold_steps), strict=True
-            ):
-                ends = subtask_ends(env, info["subtask_term_signals"], f"{source}:/data/{name}")
-                if not success:
-                    raise AnnotationError(
-                        f"{source}:/data/{name}: replayed, the demo does not succeed (the replay "
-                        "diverges from the recording); pick another demo"
-                    )
-                annotated = EpisodeData()
-                annotated.data = {
-                    schema.ACTIONS: held(episode.data[schema.ACTIONS], hold_steps),
-                    "initial_state": episode.data["initial_state"],
-                    schema.OBS: {"datagen_info": info},
-                }
-                annotated.success = True
-                out.write_episode(annotated)
-                done.append(Annotation(name, len(info["eef_pose"][env.cfg.eef_name]), ends, success))
+        for name in demos:
+            episode = src.load_episode(name, env.device)
+            if episode is None:
+                raise AnnotationError(f"{source}:/data/{name}: no such demo")
+            info, success = replay(env, episode, success_term, hold_steps)
+            ends = subtask_ends(env, info["subtask_term_signals"], f"{source}:/data/{name}")
+            if not success:
+                raise AnnotationError(
+                    f"{source}:/data/{name}: replayed, the demo does not succeed (the replay "
+                    "diverges from the recording); pick another demo"
+                )
+            annotated = EpisodeData()
+            annotated.data = {
+                schema.ACTIONS: held(episode.data[schema.ACTIONS], hold_steps),
+                "initial_state": episode.data["initial_state"],
+                schema.OBS: {"datagen_info": info},
+            }
+            annotated.success = True
+            out.write_episode(annotated)
+            done.append(Annotation(name, len(info["eef_pose"][env.cfg.eef_name]), ends, success))
         out.flush()
     finally:
         out.close()
