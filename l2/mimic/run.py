@@ -1,7 +1,7 @@
 """Generate demos with Isaac Lab Mimic from a few source demos of a task (``python -m l2.mimic``).
 
 Kit-less on the CPU like every other source. Two steps in one process: (1) annotate: the source demos are replayed
-from their initial states, one per env, and Mimic's ``datagen_info`` (end-effector, object and target poses, the
+from their initial states and Mimic's ``datagen_info`` (end-effector, object and target poses, the
 task's subtask signals) is recorded automatically; (2) generate: Isaac Lab Mimic's ``DataGenerator`` cuts the demos
 into the task's subtasks (the lift: grasp, then lift; the SO-101 stack: four), moves each segment with its object's
 new pose, stitches them with interpolation and runs them in the env; the successful ones are written in the L2
